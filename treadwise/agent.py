@@ -1,0 +1,261 @@
+"""One user turn end to end: the graph run as a stream of events and a final TurnResult."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
+
+from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, classify, redact
+from treadwise.models import display_name, resolve_model
+from treadwise.personas import DEFAULT_PERSONA, get_persona
+from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.state import TurnContext
+
+
+@dataclass
+class ToolStep:
+    id: str
+    name: str
+    args: dict[str, Any]
+    result: str | None = None
+    error: str | None = None
+    duration_s: float | None = None
+    artifacts: list[str] = field(default_factory=list)
+
+    def public(self) -> dict[str, Any]:
+        return {"name": self.name, "args": self.args, "result": self.result, "error": self.error}
+
+
+@dataclass
+class TurnResult:
+    answer: str
+    persona: str
+    model: str
+    temperature: float
+    thread_id: str
+    iterations: int = 0
+    llm_calls: int = 0
+    tool_calls: list[ToolStep] = field(default_factory=list)
+    artifacts: list[str] = field(default_factory=list)
+    latency_s: float = 0.0
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0,
+                                                          "output_tokens": 0})
+    stopped_by_cap: bool = False
+    error: FriendlyError | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Exactly the fields of the CLI contract."""
+        data = asdict(self)
+        data["tool_calls"] = [step.public() for step in self.tool_calls]
+        data["error"] = self.error.to_dict() if self.error else None
+        return data
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolStarted:
+    step: ToolStep
+
+
+@dataclass
+class ToolFinished:
+    step: ToolStep
+
+
+@dataclass
+class TurnFinished:
+    result: TurnResult
+
+
+Event = TextDelta | ToolStarted | ToolFinished | TurnFinished
+
+
+def _text(message: AnyMessage) -> str:
+    return message.text if isinstance(message.text, str) else str(message.content)
+
+
+def _artifacts(message: ToolMessage) -> list[str]:
+    artifact = message.artifact
+    if isinstance(artifact, str):
+        return [artifact]
+    if isinstance(artifact, list | tuple):
+        return [str(a) for a in artifact if isinstance(a, str)]
+    return []
+
+
+def _current_turn(messages: list[AnyMessage]) -> list[AnyMessage]:
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    return messages[start + 1:]
+
+
+class Agent:
+    """The compiled graph plus its memory and tools; safe to share between threads."""
+
+    def __init__(self, settings: Settings | None = None, *, tools: list | None = None,
+                 checkpointer: Any = None, toolsets: tuple[str, ...] = ("math", "business")):
+        from treadwise.graph import build_graph
+        from treadwise.memory import open_checkpointer
+        from treadwise.tools import ToolContext, get_tools
+
+        self.settings = settings or Settings.from_env()
+        if tools is None:
+            context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config)
+            names = toolsets + (("mcp",) if self.settings.mcp_config else ())
+            tools = get_tools(*names, context=context)
+        self.tools = tools
+        self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir)
+        self.graph = build_graph(tools, checkpointer=self.checkpointer)
+        self._models: dict[tuple[str, float, int | None], Any] = {}
+
+    def model(self, spec: str, temperature: float, seed: int | None = None) -> Any:
+        key = (spec, round(temperature, 3), seed)
+        if key not in self._models:
+            self._models[key] = resolve_model(spec, temperature=temperature,
+                                              settings=self.settings, seed=seed)
+        return self._models[key]
+
+    def _config(self, thread_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread_id},
+                "recursion_limit": 2 * MAX_ITERATIONS + 1}
+
+    def check_input(self, message: str) -> None:
+        if not message.strip():
+            raise InputRejected("Please type a message first.")
+        limit = self.settings.max_input_chars
+        if len(message) > limit:
+            raise InputRejected(f"Your message is {len(message):,} characters long; the limit is "
+                                f"{limit:,}. Please shorten it and send it again.")
+
+    def stream(self, message: str, *, thread_id: str | None = None,
+               persona: str = DEFAULT_PERSONA, model: str = "offline",
+               temperature: float = 0.0, seed: int | None = None,
+               tokens: bool = True) -> Iterator[Event]:
+        """Run one user turn, yielding tool steps, the final result and (with ``tokens``) text
+        as the provider streams it; without ``tokens`` models are called plainly."""
+        thread_id = thread_id or uuid.uuid4().hex
+        started = time.perf_counter()
+        result = TurnResult(answer="", persona=persona, model=model, temperature=temperature,
+                            thread_id=thread_id)
+        steps: dict[str, ToolStep] = {}
+        try:
+            self.check_input(message)
+            context = TurnContext(persona=get_persona(persona),
+                                  model=self.model(model, temperature, seed), model_spec=model)
+        except ValueError as exc:
+            known = isinstance(exc, InputRejected | ModelConfigError)
+            result.error = classify(exc if known else ModelConfigError(str(exc)))
+            result.latency_s = round(time.perf_counter() - started, 4)
+            yield TurnFinished(result)
+            return
+        result.model = display_name(model)
+        try:
+            payload = {"messages": [HumanMessage(message)], "iterations": 0}
+            modes = ["messages", "updates"] if tokens else ["updates"]
+            for mode, data in self.graph.stream(payload, self._config(thread_id),
+                                                context=context,
+                                                stream_mode=modes):
+                yield from self._events(mode, data, steps)
+        except Exception as exc:  # noqa: BLE001 - any provider failure becomes one friendly line
+            result.error = classify(exc, self.settings.timeout_s)
+        self._summarise(result, thread_id, steps)
+        result.latency_s = round(time.perf_counter() - started, 4)
+        yield TurnFinished(result)
+
+    def run(self, message: str, **kwargs: Any) -> TurnResult:
+        """Run one user turn and return its result."""
+        for event in self.stream(message, tokens=False, **kwargs):
+            if isinstance(event, TurnFinished):
+                return event.result
+        raise RuntimeError("turn ended without a result")
+
+    def _events(self, mode: str, data: Any, steps: dict[str, ToolStep]) -> Iterator[Event]:
+        if mode == "messages":
+            chunk, meta = data
+            if meta.get("langgraph_node") == "reason" and isinstance(chunk, AIMessageChunk):
+                if text := chunk.text:
+                    yield TextDelta(text)
+            return
+        for node, update in (data or {}).items():
+            for msg in (update or {}).get("messages", []) if isinstance(update, dict) else []:
+                if node == "reason" and isinstance(msg, AIMessage):
+                    for call in [*msg.tool_calls, *msg.invalid_tool_calls]:
+                        step = ToolStep(id=call.get("id") or "", name=call.get("name") or "?",
+                                        args=call.get("args") if isinstance(call.get("args"),
+                                                                            dict) else {})
+                        steps[step.id] = step
+                        yield ToolStarted(step)
+                elif node == "tools" and isinstance(msg, ToolMessage):
+                    step = steps.setdefault(msg.tool_call_id, ToolStep(msg.tool_call_id,
+                                                                       msg.name or "?", {}))
+                    self._fill(step, msg)
+                    yield ToolFinished(step)
+
+    @staticmethod
+    def _fill(step: ToolStep, msg: ToolMessage) -> None:
+        text = redact(_text(msg))
+        if msg.status == "error":
+            step.error = text
+        else:
+            step.result = text
+        step.duration_s = msg.response_metadata.get("duration_s")
+        step.artifacts = _artifacts(msg)
+
+    def _summarise(self, result: TurnResult, thread_id: str,
+                   steps: dict[str, ToolStep]) -> None:
+        """Fill the result from what the checkpoint holds for this turn."""
+        try:
+            state = self.graph.get_state(self._config(thread_id)).values
+        except Exception:  # noqa: BLE001 - a broken checkpoint must not hide the answer
+            state = {}
+        turn = _current_turn(state.get("messages", [])) if result.error is None or state else []
+        ai = [m for m in turn if isinstance(m, AIMessage)]
+        result.iterations = len(ai)
+        result.llm_calls = int(state.get("iterations", 0)) if turn else 0
+        for m in ai:
+            usage = m.usage_metadata or {}
+            result.usage["input_tokens"] += int(usage.get("input_tokens", 0))
+            result.usage["output_tokens"] += int(usage.get("output_tokens", 0))
+        for m in turn:
+            if isinstance(m, ToolMessage):
+                step = steps.setdefault(m.tool_call_id, ToolStep(m.tool_call_id, m.name or "?",
+                                                                 {}))
+                if step.result is None and step.error is None:
+                    self._fill(step, m)
+        result.tool_calls = list(steps.values())
+        result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
+        if ai and result.error is None:
+            last = ai[-1]
+            result.answer = redact(_text(last)).strip()
+            result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap")) or (
+                result.llm_calls >= MAX_ITERATIONS and not last.tool_calls)
+
+    def history(self, thread_id: str) -> list[AnyMessage]:
+        return list(self.graph.get_state(self._config(thread_id)).values.get("messages", []))
+
+    def undo(self, thread_id: str) -> str | None:
+        """Forget the last user turn (message, tool steps, answer); return the message's text."""
+        messages = self.history(thread_id)
+        starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+        if not starts:
+            return None
+        removed = messages[starts[-1]:]
+        self.graph.update_state(self._config(thread_id),
+                                {"messages": [RemoveMessage(id=m.id) for m in removed]},
+                                as_node="reason")
+        return _text(removed[0])

@@ -1,0 +1,123 @@
+"""Command line: chat with a persona, export leads, list personas and models."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+EXIT_OK, EXIT_PROVIDER, EXIT_USAGE = 0, 1, 2
+USAGE_ERRORS = {"config", "input_rejected"}
+
+
+def _temperature(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"temperature must be a number, got {raw!r}") from None
+    if not 0.0 <= value <= 2.0:
+        raise argparse.ArgumentTypeError("temperature must be between 0 and 2")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from treadwise.models import default_spec
+    from treadwise.personas import DEFAULT_PERSONA, load_personas
+
+    parser = argparse.ArgumentParser(prog="python -m treadwise",
+                                     description="TreadWise persona chatbot and tools.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    chat = commands.add_parser("chat", help="send one message and print the answer")
+    chat.add_argument("--persona", default=DEFAULT_PERSONA, choices=list(load_personas()))
+    chat.add_argument("--model", default=default_spec(),
+                      help="offline (rule-based, the default), openai:MODEL, "
+                      "google_genai:MODEL, or any provider:model init_chat_model knows")
+    chat.add_argument("--temperature", type=_temperature, default=0.0)
+    chat.add_argument("--seed", type=int, default=None,
+                      help="seed for the offline model's phrasing above temperature 0")
+    chat.add_argument("--thread", default=None, help="conversation id; reuse it to continue")
+    chat.add_argument("--json", action="store_true", help="print one JSON object")
+    chat.add_argument("message", help="what you want to ask")
+
+    leads = commands.add_parser("leads", help="work with stored customer leads")
+    lead_commands = leads.add_subparsers(dest="leads_command", required=True)
+    export = lead_commands.add_parser("export", help="export leads as CSV or JSON lines")
+    export.add_argument("--format", choices=["csv", "jsonl"], default="csv")
+    export.add_argument("--out", default="-", help="file to write (default: standard output)")
+
+    commands.add_parser("personas", help="list the personas")
+    commands.add_parser("models", help="list the models usable with the keys set here")
+    return parser
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from treadwise.agent import Agent
+
+    agent = Agent()
+    result = agent.run(args.message, thread_id=args.thread, persona=args.persona,
+                       model=args.model, temperature=args.temperature, seed=args.seed)
+    code = EXIT_OK
+    if result.error is not None:
+        code = EXIT_USAGE if result.error.type in USAGE_ERRORS else EXIT_PROVIDER
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    elif result.error is not None:
+        print(f"error: {result.error.message}", file=sys.stderr)
+    else:
+        print(result.answer)
+        for path in result.artifacts:
+            print(f"[saved {path}]")
+        print(f"[{result.persona} | {result.model} | thread {result.thread_id}]", file=sys.stderr)
+    return code
+
+
+def _leads(args: argparse.Namespace) -> int:
+    from treadwise.leads import export_leads
+    from treadwise.settings import Settings
+    from treadwise.store import Store
+
+    store = Store(Settings.from_env().data_dir)
+    if args.out == "-":
+        count = export_leads(store, args.format, sys.stdout)
+    else:
+        with open(args.out, "w", encoding="utf-8", newline="") as out:
+            count = export_leads(store, args.format, out)
+    print(f"exported {count} leads", file=sys.stderr)
+    return EXIT_OK
+
+
+def _personas(args: argparse.Namespace) -> int:
+    from treadwise.personas import load_personas
+
+    for persona in load_personas().values():
+        print(f"{persona.key:<10} {persona.name}: {persona.description}")
+    return EXIT_OK
+
+
+def _models(args: argparse.Namespace) -> int:
+    from treadwise.models import available_specs, display_name
+
+    for spec in available_specs():
+        print(f"{spec:<32} {display_name(spec)}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    handlers = {"chat": _chat, "leads": _leads, "personas": _personas, "models": _models}
+    try:
+        return handlers[args.command](args)
+    except KeyboardInterrupt:
+        return 130
+    except (OSError, ValueError) as exc:
+        from treadwise.errors import redact
+
+        print(f"error: {redact(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE

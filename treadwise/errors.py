@@ -1,0 +1,104 @@
+"""Errors as people read them: provider failures mapped to one short line, secrets redacted."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+SECRET_ENV_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
+KEY_SHAPES_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})")
+
+
+class ModelConfigError(ValueError):
+    """A model cannot be built here: missing key or package, or a malformed spec."""
+
+
+class InputRejected(ValueError):
+    """The user's message is refused before any model call (too long, empty)."""
+
+
+@dataclass(frozen=True)
+class FriendlyError:
+    type: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message}
+
+
+def redact(text: str) -> str:
+    """Remove every secret the environment holds, and anything shaped like an API key."""
+    for name, value in os.environ.items():
+        if value and len(value) >= 6 and SECRET_ENV_RE.search(name):
+            text = text.replace(value, "[redacted]")
+    return KEY_SHAPES_RE.sub("[redacted]", text)
+
+
+def _status(error: BaseException) -> int | None:
+    for attr in ("status_code", "code", "status"):
+        value = getattr(error, attr, None)
+        if isinstance(value, int):
+            return value
+    response = getattr(error, "response", None)
+    value = getattr(response, "status_code", None)
+    return value if isinstance(value, int) else None
+
+
+def _retry_after(error: BaseException) -> float | None:
+    from treadwise.retries import retry_after_seconds
+
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None)
+    return retry_after_seconds(headers) if headers is not None else None
+
+
+def _wait_words(seconds: float) -> str:
+    if seconds >= 90:
+        return f"about {round(seconds / 60)} minutes"
+    return f"about {max(1, round(seconds))} seconds"
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def classify(error: BaseException, timeout_s: float | None = None) -> FriendlyError:
+    """One short, honest line for the user; never a traceback, never a secret."""
+    if isinstance(error, ModelConfigError):
+        return FriendlyError("config", redact(str(error)))
+    if isinstance(error, InputRejected):
+        return FriendlyError("input_rejected", str(error))
+    names = " ".join(type(e).__name__ for e in _chain(error)).lower()
+    status = next((s for e in _chain(error) if (s := _status(e)) is not None), None)
+    if "timeout" in names or "timedout" in names or "deadline" in names:
+        limit = f" within {timeout_s:g} s" if timeout_s else " in time"
+        return FriendlyError("timeout", f"The model provider did not answer{limit}. "
+                             "Please try again in a moment.")
+    if status == 429 or "ratelimit" in names or "resourceexhausted" in names:
+        wait = next((w for e in _chain(error) if (w := _retry_after(e)) is not None), None)
+        when = f" It asked us to wait {_wait_words(wait)}." if wait else ""
+        return FriendlyError("rate_limited", "The model provider is busy right now (rate "
+                             f"limited).{when} Please try again later.")
+    if status in (401, 403) or "authentication" in names or "permissiondenied" in names:
+        return FriendlyError("auth", "The model provider rejected the API key "
+                             f"(HTTP {status or 401}). Check the key you set.")
+    if status is not None and status >= 500:
+        return FriendlyError("provider_error", f"The model provider had a problem (HTTP {status})"
+                             " and did not answer after retrying. Please try again shortly.")
+    if status is not None and 400 <= status < 500:
+        return FriendlyError("bad_request", f"The model provider refused the request "
+                             f"(HTTP {status}). Try a different model or a shorter message.")
+    if "connect" in names or "connection" in names:
+        return FriendlyError("connection", "Could not reach the model provider. Check the "
+                             "network or the base URL setting.")
+    if "recursion" in names:
+        return FriendlyError("loop_limit", "The assistant went round in circles and was stopped."
+                             " Please rephrase the question.")
+    return FriendlyError("internal", f"Something went wrong ({type(error).__name__}). "
+                         "The conversation can continue; please try again.")

@@ -1,0 +1,185 @@
+"""The agent loop: a hand-built LangGraph reason -> tools -> reason graph, capped per user turn."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, ToolException
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
+from langgraph.runtime import Runtime
+
+from treadwise import policy
+from treadwise.errors import redact
+from treadwise.personas import Persona
+from treadwise.settings import MAX_ITERATIONS
+from treadwise.state import AgentState, TurnContext
+
+HISTORY_TURNS = 20
+EMPTY_REPLY_NUDGE = (
+    "Your previous reply was empty or could not be read. Answer my last message directly in "
+    "plain text, using the tool results above if there are any."
+)
+
+
+def format_tool_error(error: Exception) -> str:
+    """Every tool failure becomes text the model can act on, never a crash of the turn."""
+    if isinstance(error, ToolInvocationError):
+        return f"Error: {error.message}"
+    if isinstance(error, ToolException):
+        return f"Error: {redact(str(error))}"
+    return f"Error: {type(error).__name__}: {redact(str(error))[:300]}"
+
+
+def _timed(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+    started = time.perf_counter()
+    result = execute(request)
+    if isinstance(result, ToolMessage):
+        result.response_metadata = {**result.response_metadata,
+                                    "duration_s": round(time.perf_counter() - started, 4)}
+    return result
+
+
+def window(messages: Sequence[AnyMessage], turns: int = HISTORY_TURNS) -> list[AnyMessage]:
+    """The last few user turns; cutting at a user message never orphans a tool result."""
+    starts = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    cut = starts[-turns] if len(starts) > turns else 0
+    return list(messages[cut:])
+
+
+def _has_text(message: AIMessage) -> bool:
+    return bool(message.text.strip())
+
+
+def _turn_tool_results(messages: Sequence[AnyMessage]) -> list[ToolMessage]:
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    return [m for m in messages[start + 1:] if isinstance(m, ToolMessage)]
+
+
+def fallback_answer(messages: Sequence[AnyMessage]) -> str:
+    """An honest answer when the model produced none: what the tools found, or an apology."""
+    results = [m.text.strip() for m in _turn_tool_results(messages)
+               if m.status != "error" and m.text.strip()]
+    if results:
+        return ("I couldn't write a complete answer in the steps I'm allowed, but here is what "
+                "I found: " + " ".join(results[-3:]))
+    return ("I'm sorry, I couldn't produce an answer to that. Could you rephrase the question "
+            "or try again?")
+
+
+class _Binder:
+    """Caches each model's tool bindings: with tools, and with tools disabled for the last call."""
+
+    def __init__(self, tools: Sequence[BaseTool]):
+        self.tools = list(tools)
+        self._cache: dict[int, tuple[BaseChatModel, Any, Any]] = {}
+
+    def bound(self, model: BaseChatModel, final: bool) -> Any:
+        entry = self._cache.get(id(model))
+        if entry is None or entry[0] is not model:
+            if len(self._cache) > 64:
+                self._cache.clear()
+            entry = (model, *self._bind(model))
+            self._cache[id(model)] = entry
+        return entry[2] if final else entry[1]
+
+    def _bind(self, model: BaseChatModel) -> tuple[Any, Any]:
+        if not self.tools:
+            return model, model
+        with_tools = model.bind_tools(self.tools)
+        try:
+            without = model.bind_tools(self.tools, tool_choice="none")
+        except (NotImplementedError, ValueError, TypeError):
+            without = model
+        return with_tools, without
+
+
+def _clean(response: AIMessage, final: bool) -> AIMessage:
+    """Drop tool calls from the capped call; give malformed calls ids so errors can answer them."""
+    if final and (response.tool_calls or response.invalid_tool_calls):
+        return AIMessage(content=response.content, id=response.id,
+                         usage_metadata=response.usage_metadata,
+                         response_metadata=response.response_metadata)
+    for call in response.invalid_tool_calls:
+        if not call.get("id"):
+            call["id"] = f"call_{uuid.uuid4().hex[:12]}"
+    return response
+
+
+def build_graph(tools: Sequence[BaseTool], *,
+                checkpointer: BaseCheckpointSaver | None = None,
+                system_prompt: Callable[[Persona], str] | None = None,
+                max_iterations: int = MAX_ITERATIONS) -> Any:
+    """Compile the reason/tools graph; the persona and model arrive per turn as TurnContext."""
+    from treadwise.prompts import build_system_prompt
+
+    prompt_for = system_prompt or build_system_prompt
+    binder = _Binder(tools)
+    tool_node = ToolNode(list(tools), handle_tool_errors=format_tool_error, wrap_tool_call=_timed)
+
+    def reason(state: AgentState, config: RunnableConfig,
+               runtime: Runtime[TurnContext]) -> dict[str, Any]:
+        context = runtime.context
+        calls = state.get("iterations", 0)
+        prompt = [SystemMessage(prompt_for(context.persona)), *window(state["messages"])]
+        while True:
+            calls += 1
+            final = calls >= max_iterations
+            response = binder.bound(context.model, final).invoke(prompt, config)
+            response = _clean(response, final)
+            if response.tool_calls or response.invalid_tool_calls or _has_text(response):
+                break
+            if final:
+                response = AIMessage(content=fallback_answer(state["messages"]),
+                                     id=f"fallback-{uuid.uuid4().hex[:12]}",
+                                     usage_metadata=response.usage_metadata)
+                break
+            # Empty replies (e.g. Gemini's MALFORMED_FUNCTION_CALL) get one clear nudge per call.
+            prompt = [*prompt, HumanMessage(EMPTY_REPLY_NUDGE)]
+        response.response_metadata = {**response.response_metadata, "llm_calls": calls,
+                                       "stopped_by_cap": final}
+        return {"messages": [response], "iterations": calls}
+
+    def act(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        last = state["messages"][-1]
+        allowed, replies = policy.screen(last.tool_calls, state["messages"])
+        if allowed:
+            output = tool_node.invoke([{**c, "type": "tool_call"} for c in allowed], config)
+            replies.extend(output["messages"] if isinstance(output, dict) else output)
+        for bad in last.invalid_tool_calls:
+            replies.append(ToolMessage(
+                content=(f"Error: the call to {bad.get('name') or 'a tool'} could not be read: "
+                         f"{bad.get('error') or 'its arguments are not valid JSON'}. Call the "
+                         "tool again with a JSON object of arguments, or answer without it."),
+                tool_call_id=bad["id"], name=bad.get("name") or "unknown", status="error"))
+        order = {c["id"]: i for i, c in enumerate([*last.tool_calls, *last.invalid_tool_calls])}
+        replies.sort(key=lambda m: order.get(m.tool_call_id, len(order)))
+        return {"messages": replies}
+
+    def route(state: AgentState) -> Literal["tools", "__end__"]:
+        last = state["messages"][-1] if state["messages"] else None
+        if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+            return "tools"
+        return END
+
+    graph = StateGraph(AgentState, context_schema=TurnContext)
+    graph.add_node("reason", reason)
+    graph.add_node("tools", act)
+    graph.add_edge(START, "reason")
+    graph.add_conditional_edges("reason", route, ["tools", END])
+    graph.add_edge("tools", "reason")
+    return graph.compile(checkpointer=checkpointer)

@@ -1,0 +1,64 @@
+"""Run-time settings read once from the environment and passed down explicitly."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_ITERATIONS = 5
+DEFAULT_MAX_INPUT_CHARS = 4000
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable about a TreadWise process."""
+
+    data_dir: Path = Path("data")
+    timeout_s: float = 60.0
+    max_retries: int = 2
+    max_retry_wait_s: float = 20.0
+    rate_limit_rps: float = 0.0
+    max_input_chars: int = DEFAULT_MAX_INPUT_CHARS
+    host: str = "127.0.0.1"
+    port: int = 7860
+    auth: tuple[str, str] | None = None
+    mcp_config: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        auth = None
+        if raw_auth := env.get("TREADWISE_AUTH", "").strip():
+            user, sep, password = raw_auth.partition(":")
+            if not sep or not user or not password:
+                raise ValueError("TREADWISE_AUTH must look like user:password")
+            auth = (user, password)
+        mcp = env.get("TREADWISE_MCP_CONFIG", "").strip()
+        return cls(
+            data_dir=Path(env.get("TREADWISE_DATA_DIR", "").strip() or "data").resolve(),
+            timeout_s=_float(env, "TREADWISE_TIMEOUT_S", 60.0),
+            max_retries=int(_float(env, "TREADWISE_MAX_RETRIES", 2)),
+            max_retry_wait_s=_float(env, "TREADWISE_MAX_RETRY_WAIT_S", 20.0),
+            rate_limit_rps=_float(env, "TREADWISE_RATE_LIMIT_RPS", 0.0),
+            max_input_chars=int(_float(env, "TREADWISE_MAX_INPUT_CHARS", DEFAULT_MAX_INPUT_CHARS)),
+            host=env.get("TREADWISE_HOST", "").strip() or "127.0.0.1",
+            port=int(_float(env, "TREADWISE_PORT", 7860)),
+            auth=auth,
+            mcp_config=Path(mcp) if mcp else None,
+        )
+
+    def ensure_data_dir(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return self.data_dir

@@ -1,0 +1,78 @@
+"""Tool registry: named toolsets of LangChain tools; built-ins load exactly like plugins."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+    from treadwise.store import Store
+
+ENTRY_POINT_GROUP = "treadwise.tools"
+DEFAULT_TOOLSETS = ("math", "business")
+
+# Built-ins are "module:attribute" strings, the same form an entry point carries, so the
+# project works without being pip-installed and plugins need no special casing.
+BUILTIN_TOOLSETS: dict[str, str] = {
+    "math": "treadwise.tools.math:math_tools",
+    "business": "treadwise.tools.business:business_tools",
+    "mcp": "treadwise.tools.mcp:mcp_tools",
+}
+
+Toolset = Callable[["ToolContext"], list["BaseTool"]]
+
+
+@dataclass
+class ToolContext:
+    """What tools may touch: injected, never read from globals."""
+
+    data_dir: Path
+    mcp_config: Path | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @cached_property
+    def store(self) -> Store:
+        from treadwise.store import Store
+
+        return Store(self.data_dir)
+
+    @property
+    def plots_dir(self) -> Path:
+        path = self.data_dir / "plots"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def _load(target: str) -> Toolset:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def available_toolsets() -> dict[str, str]:
+    """Toolset name -> "module:attribute", plugins first so built-ins win on a clash."""
+    found = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return {**found, **BUILTIN_TOOLSETS}
+
+
+def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTool]:
+    """Return the LangChain tools of the named toolsets (default: math and business)."""
+    if context is None:
+        from treadwise.settings import Settings
+
+        settings = Settings.from_env()
+        context = ToolContext(data_dir=settings.data_dir, mcp_config=settings.mcp_config)
+    names = toolsets or DEFAULT_TOOLSETS
+    known = available_toolsets()
+    tools: list[BaseTool] = []
+    for name in names:
+        if name not in known:
+            raise ValueError(f"unknown toolset {name!r}; known: {', '.join(sorted(known))}")
+        tools.extend(_load(known[name])(context))
+    return tools
