@@ -99,6 +99,16 @@ def _artifacts(message: ToolMessage) -> list[str]:
     return []
 
 
+def _open_step(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
+    """The unfinished step this tool result answers (ids may repeat across iterations)."""
+    for step in steps:
+        if step.id == message.tool_call_id and step.result is None and step.error is None:
+            return step
+    step = ToolStep(message.tool_call_id, message.name or "?", {})
+    steps.append(step)
+    return step
+
+
 def _current_turn(messages: list[AnyMessage]) -> list[AnyMessage]:
     start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
     return messages[start + 1:]
@@ -108,7 +118,8 @@ class Agent:
     """The compiled graph plus its memory and tools; safe to share between threads."""
 
     def __init__(self, settings: Settings | None = None, *, tools: list | None = None,
-                 checkpointer: Any = None, toolsets: tuple[str, ...] = ("math", "business")):
+                 checkpointer: Any = None, toolsets: tuple[str, ...] = ("math", "business"),
+                 models: dict[str, Any] | None = None):
         from treadwise.graph import build_graph
         from treadwise.memory import open_checkpointer
         from treadwise.tools import ToolContext, get_tools
@@ -122,8 +133,12 @@ class Agent:
         self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir)
         self.graph = build_graph(tools, checkpointer=self.checkpointer)
         self._models: dict[tuple[str, float, int | None], Any] = {}
+        # Pre-built models by name (tests, embedding apps); they bypass spec resolution.
+        self.injected_models = dict(models or {})
 
     def model(self, spec: str, temperature: float, seed: int | None = None) -> Any:
+        if spec in self.injected_models:
+            return self.injected_models[spec]
         key = (spec, round(temperature, 3), seed)
         if key not in self._models:
             self._models[key] = resolve_model(spec, temperature=temperature,
@@ -152,7 +167,7 @@ class Agent:
         started = time.perf_counter()
         result = TurnResult(answer="", persona=persona, model=model, temperature=temperature,
                             thread_id=thread_id)
-        steps: dict[str, ToolStep] = {}
+        steps: list[ToolStep] = []
         try:
             self.check_input(message)
             context = TurnContext(persona=get_persona(persona),
@@ -163,7 +178,7 @@ class Agent:
             result.latency_s = round(time.perf_counter() - started, 4)
             yield TurnFinished(result)
             return
-        result.model = display_name(model)
+        result.model = model if model in self.injected_models else display_name(model)
         try:
             payload = {"messages": [HumanMessage(message)], "iterations": 0}
             modes = ["messages", "updates"] if tokens else ["updates"]
@@ -184,7 +199,7 @@ class Agent:
                 return event.result
         raise RuntimeError("turn ended without a result")
 
-    def _events(self, mode: str, data: Any, steps: dict[str, ToolStep]) -> Iterator[Event]:
+    def _events(self, mode: str, data: Any, steps: list[ToolStep]) -> Iterator[Event]:
         if mode == "messages":
             chunk, meta = data
             if meta.get("langgraph_node") == "reason" and isinstance(chunk, AIMessageChunk):
@@ -198,11 +213,10 @@ class Agent:
                         step = ToolStep(id=call.get("id") or "", name=call.get("name") or "?",
                                         args=call.get("args") if isinstance(call.get("args"),
                                                                             dict) else {})
-                        steps[step.id] = step
+                        steps.append(step)
                         yield ToolStarted(step)
                 elif node == "tools" and isinstance(msg, ToolMessage):
-                    step = steps.setdefault(msg.tool_call_id, ToolStep(msg.tool_call_id,
-                                                                       msg.name or "?", {}))
+                    step = _open_step(steps, msg)
                     self._fill(step, msg)
                     yield ToolFinished(step)
 
@@ -216,14 +230,13 @@ class Agent:
         step.duration_s = msg.response_metadata.get("duration_s")
         step.artifacts = _artifacts(msg)
 
-    def _summarise(self, result: TurnResult, thread_id: str,
-                   steps: dict[str, ToolStep]) -> None:
+    def _summarise(self, result: TurnResult, thread_id: str, steps: list[ToolStep]) -> None:
         """Fill the result from what the checkpoint holds for this turn."""
         try:
             state = self.graph.get_state(self._config(thread_id)).values
         except Exception:  # noqa: BLE001 - a broken checkpoint must not hide the answer
             state = {}
-        turn = _current_turn(state.get("messages", [])) if result.error is None or state else []
+        turn = _current_turn(state.get("messages", []))
         ai = [m for m in turn if isinstance(m, AIMessage)]
         result.iterations = len(ai)
         result.llm_calls = int(state.get("iterations", 0)) if turn else 0
@@ -231,19 +244,16 @@ class Agent:
             usage = m.usage_metadata or {}
             result.usage["input_tokens"] += int(usage.get("input_tokens", 0))
             result.usage["output_tokens"] += int(usage.get("output_tokens", 0))
-        for m in turn:
-            if isinstance(m, ToolMessage):
-                step = steps.setdefault(m.tool_call_id, ToolStep(m.tool_call_id, m.name or "?",
-                                                                 {}))
-                if step.result is None and step.error is None:
-                    self._fill(step, m)
-        result.tool_calls = list(steps.values())
+        if not steps:
+            for m in turn:
+                if isinstance(m, ToolMessage):
+                    self._fill(_open_step(steps, m), m)
+        result.tool_calls = steps
         result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
         if ai and result.error is None:
             last = ai[-1]
             result.answer = redact(_text(last)).strip()
-            result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap")) or (
-                result.llm_calls >= MAX_ITERATIONS and not last.tool_calls)
+            result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap"))
 
     def history(self, thread_id: str) -> list[AnyMessage]:
         return list(self.graph.get_state(self._config(thread_id)).values.get("messages", []))

@@ -121,3 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"error: {redact(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
+        from treadwise.errors import redact
+
+        print(f"error: internal error ({type(exc).__name__}): {redact(str(exc))[:300]}",
+              file=sys.stderr)
+        return EXIT_PROVIDER

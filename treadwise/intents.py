@@ -55,7 +55,8 @@ LEAD_WORDS_RE = re.compile(
 )
 CALCULUS_RE = re.compile(
     r"integra|antiderivative|area under|\u222b|derivative|differentiat|d/d[a-z]|solve|equation"
-    r"|roots? of|zeros? of|analy[sz]e|extrem|critical points?|maxim|minim|\bplot\b|\bgraph\b",
+    r"|(?<!square )(?<!cube )roots? of|zeros? of|analy[sz]e|extrem|critical points?|maxim|minim"
+    r"|\bplot\b|\bgraph\b",
     re.IGNORECASE,
 )
 ARITH_RE = re.compile(
@@ -297,19 +298,20 @@ def plan_calculus(text: str) -> Plan | None:
 def _calculus_plan(text: str) -> Plan | None:
     lowered = text.lower()
     body = text.strip().rstrip("?.! ")
-    if re.search(r"derivative|differentiat|d/d[a-z]", lowered):
+    if re.search(r"(?<!anti)derivative|differentiat|d/d[a-z]", lowered):
         order = 1
         if re.search(r"second|2nd", lowered):
             order = 2
         elif re.search(r"third|3rd", lowered):
             order = 3
-        expr = _after(r"(derivative|differentiate|d/d[a-z])\s*(of)?\s*", body) or body
+        expr = _after(r"((?<!anti)derivative|differentiate|d/d[a-z])\s*(of)?\s*", body) or body
         expr, variable = _variable(expr)
         return Plan("derivative", [[Call("differentiate", {
             "expression": _clean_expression(expr), "variable": variable, "order": order})]],
             method="power, product and chain rules applied symbolically")
-    if re.search(r"\bsolve\b|equation|roots? of|zeros? of", lowered):
-        expr = _after(r"(solve|equation|roots? of|zeros? of)\s*(the\s+equation)?\s*:?\s*", body)
+    if re.search(r"\bsolve\b|equation|(?<!square )(?<!cube )roots? of|zeros? of", lowered):
+        expr = _after(r"(solve|equation|(?<!square )(?<!cube )roots? of|zeros? of)\s*"
+                      r"(the\s+equation)?\s*:?\s*", body)
         expr, variable = _variable(expr or body)
         return Plan("equation", [[Call("solve_equation", {
             "equation": _clean_expression(expr), "variable": variable})]],

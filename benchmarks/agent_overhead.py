@@ -1,0 +1,76 @@
+"""Per-turn overhead of our graph vs langchain's create_agent on the same scripted model."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langchain_core.tools import tool  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+
+from tests.fakes import ScriptedModel  # noqa: E402
+from treadwise.graph import build_graph  # noqa: E402
+from treadwise.personas import get_persona  # noqa: E402
+from treadwise.prompts import build_system_prompt  # noqa: E402
+from treadwise.state import TurnContext  # noqa: E402
+
+TURNS = 150
+ROUNDS = 5
+
+
+@tool
+def lookup(term: str) -> str:
+    """Look a term up in the glossary."""
+    return f"{term} means a thing"
+
+
+def one_tool_then_answer(messages, kwargs) -> AIMessage:
+    if messages[-1].type == "tool":
+        return AIMessage("Here is the answer.")
+    return AIMessage("", tool_calls=[{"name": "lookup", "args": {"term": "tread"},
+                                      "id": "c1", "type": "tool_call"}])
+
+
+def time_ours(turns: int) -> float:
+    model = ScriptedModel(script=[one_tool_then_answer])
+    persona = get_persona("friendly")
+    graph = build_graph([lookup], checkpointer=InMemorySaver())
+    context = TurnContext(persona=persona, model=model, model_spec="scripted")
+    started = time.perf_counter()
+    for i in range(turns):
+        graph.invoke({"messages": [HumanMessage("define tread")], "iterations": 0},
+                     {"configurable": {"thread_id": f"t{i}"}}, context=context)
+    return (time.perf_counter() - started) / turns
+
+
+def time_create_agent(turns: int) -> float:
+    model = ScriptedModel(script=[one_tool_then_answer])
+    prompt = build_system_prompt(get_persona("friendly"))
+    agent = create_agent(model, [lookup], system_prompt=prompt, checkpointer=InMemorySaver())
+    started = time.perf_counter()
+    for i in range(turns):
+        agent.invoke({"messages": [HumanMessage("define tread")]},
+                     {"configurable": {"thread_id": f"t{i}"}})
+    return (time.perf_counter() - started) / turns
+
+
+def main() -> None:
+    time_ours(10), time_create_agent(10)  # warm both
+    ours, theirs = [], []
+    for _ in range(ROUNDS):
+        ours.append(time_ours(TURNS))
+        theirs.append(time_create_agent(TURNS))
+    a, b = statistics.median(ours), statistics.median(theirs)
+    print(f"ours: {a * 1000:.2f} ms/turn, create_agent: {b * 1000:.2f} ms/turn "
+          f"(median of {ROUNDS} alternating rounds of {TURNS} turns, same scripted model)")
+    print(f"agent_overhead: ratio {a / b:.2f} (goal <= 1.0)")
+
+
+if __name__ == "__main__":
+    main()

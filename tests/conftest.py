@@ -1,0 +1,60 @@
+"""Test setup: no test reaches the network, and every test gets its own data dir."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+CLEARED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
+           "TREADWISE_GEMINI_BASE_URL", "TREADWISE_MODEL", "TREADWISE_AUTH",
+           "TREADWISE_MCP_CONFIG", "TREADWISE_PERSONAS_DIR", "ANTHROPIC_API_KEY")
+
+for _name in CLEARED:
+    os.environ.pop(_name, None)
+# Child processes (CLI tests, the app) inherit a dead proxy, so a forgotten real call fails fast.
+os.environ.update({"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+                   "NO_PROXY": "127.0.0.1,localhost,::1", "GRADIO_ANALYTICS_ENABLED": "False",
+                   "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"})
+for _name in ("http_proxy", "https_proxy", "no_proxy"):
+    os.environ[_name] = os.environ[_name.upper()]
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _check(address: object) -> None:
+    if isinstance(address, tuple) and address and str(address[0]) not in LOOPBACK:
+        raise ConnectionRefusedError(f"tests may not reach the network (tried {address[0]})")
+
+
+def _connect(self: socket.socket, address: object) -> None:
+    _check(address)
+    return _real_connect(self, address)
+
+
+def _connect_ex(self: socket.socket, address: object) -> int:
+    _check(address)
+    return _real_connect_ex(self, address)
+
+
+socket.socket.connect = _connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test writes under its own TREADWISE_DATA_DIR, never the working directory."""
+    path = tmp_path / "data"
+    monkeypatch.setenv("TREADWISE_DATA_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def repo() -> Path:
+    return REPO

@@ -1,0 +1,117 @@
+"""The command line contract: JSON fields, exit codes, threads across processes, defaults."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+FIELDS = {"answer", "persona", "model", "temperature", "thread_id", "iterations", "llm_calls",
+          "tool_calls", "artifacts", "latency_s", "usage", "stopped_by_cap", "error"}
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "treadwise", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def chat_json(*args: str, env: dict[str, str] | None = None) -> dict:
+    done = cli("chat", "--json", *args, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_integral_through_the_cli(data_dir):
+    data = chat_json("--model", "offline", "Calculate the integral of x² from 0 to 3")
+    assert set(data) == FIELDS
+    assert "9" in data["answer"]
+    names = [call["name"] for call in data["tool_calls"]]
+    assert "integrate" in names and "plot_area" in names
+    assert all(set(call) == {"name", "args", "result", "error"} for call in data["tool_calls"])
+    png = Path(data["artifacts"][0])
+    assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
+    assert png.resolve().is_relative_to(data_dir.resolve())
+    assert data["error"] is None and data["stopped_by_cap"] is False
+    assert data["usage"]["input_tokens"] > 0 and data["latency_s"] > 0
+
+
+def test_chained_arithmetic_through_the_cli():
+    data = chat_json("Add 5 and 4, then give me the square of the result")
+    assert "81" in data["answer"]
+    assert [c["name"] for c in data["tool_calls"]] == ["add", "square"]
+    assert data["iterations"] >= 2 and data["llm_calls"] >= 2
+
+
+def test_a_second_process_sees_the_first_turn_of_its_thread(data_dir):
+    chat_json("--thread", "T1", "I'm interested in fleet services for my 12 vans, contact me")
+    second = chat_json("--thread", "T1", "Sure, it's ana@fleetco.com")
+    lead = next(c for c in second["tool_calls"] if c["name"] == "record_customer_interest")
+    assert "fleet services" in lead["args"]["message"]
+    other = chat_json("--thread", "T2", "Sure, it's bo@fleetco.com")
+    lead = next(c for c in other["tool_calls"] if c["name"] == "record_customer_interest")
+    assert "fleet services" not in lead["args"]["message"]
+
+
+def test_with_no_key_the_default_model_is_offline_and_labelled():
+    data = chat_json("Hello")
+    assert data["model"].startswith("offline") and "rule-based" in data["model"]
+    assert data["persona"] == "friendly" and data["temperature"] == 0.0
+
+
+def test_a_real_provider_without_its_key_is_one_line_without_traceback():
+    done = cli("chat", "--model", "openai:gpt-4o-mini", "hello")
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "OPENAI_API_KEY" in lines[0]
+    assert "Traceback" not in done.stderr + done.stdout
+    as_json = cli("chat", "--json", "--model", "openai:gpt-4o-mini", "hello")
+    assert as_json.returncode != 0
+    assert "OPENAI_API_KEY" in json.loads(as_json.stdout)["error"]["message"]
+
+
+def test_a_provider_failure_exits_1_with_json_and_no_traceback(tmp_path):
+    env = {"OPENAI_API_KEY": "sk-test-unreachable", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+           "TREADWISE_MAX_RETRIES": "0"}
+    done = cli("chat", "--json", "--model", "openai:gpt-4o-mini", "hello", env=env)
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    assert data["error"]["type"] == "connection" and data["answer"] == ""
+    assert "Traceback" not in done.stderr
+
+
+def test_bad_arguments_exit_2():
+    assert cli("chat", "--persona", "grumpy", "hi").returncode == 2
+    assert cli("chat", "--temperature", "hot", "hi").returncode == 2
+    assert cli("chat", "--model", "nonsense", "hi").returncode == 2
+    assert cli("chat").returncode == 2
+
+
+def test_input_over_the_limit_is_refused(data_dir):
+    done = cli("chat", "--json", "x" * 50, env={"TREADWISE_MAX_INPUT_CHARS": "10"})
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"]["type"] == "input_rejected"
+
+
+def test_leads_export_neutralises_formulas(data_dir):
+    chat_json("Please contact me at eve@example.com, my name is Eve, about =HYPERLINK(1)")
+    done = cli("leads", "export", "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert rows and rows[0]["email"] == "eve@example.com"
+    out = data_dir.parent / "leads.jsonl"
+    assert cli("leads", "export", "--format", "jsonl", "--out", str(out)).returncode == 0
+    assert json.loads(out.read_text().splitlines()[0])["email"] == "eve@example.com"
+
+
+def test_personas_and_models_are_listed():
+    personas = cli("personas").stdout
+    assert "Friendly Advisor" in personas and "Cautious Helper" in personas
+    models = cli("models").stdout
+    assert "rule-based" in models and "openai" not in models
