@@ -55,6 +55,11 @@ def _last_message(request: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "user", "text": ""}
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients that hang up mid-reply (timeouts under test) are expected
+
+
 class LoopbackServer:
     """A threaded server on 127.0.0.1; records every request body it receives."""
 
@@ -86,7 +91,7 @@ class LoopbackServer:
                     time.sleep(reply.delay_s)
                 server.respond(self, body, reply)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

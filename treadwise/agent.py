@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,6 +23,10 @@ from treadwise.models import display_name, resolve_model
 from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.state import TurnContext
+
+
+PROVIDER_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TREADWISE_GEMINI_BASE_URL",
+                "GOOGLE_API_KEY", "GEMINI_API_KEY")
 
 
 @dataclass
@@ -132,14 +137,15 @@ class Agent:
         self.tools = tools
         self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir)
         self.graph = build_graph(tools, checkpointer=self.checkpointer)
-        self._models: dict[tuple[str, float, int | None], Any] = {}
+        self._models: dict[tuple, Any] = {}
         # Pre-built models by name (tests, embedding apps); they bypass spec resolution.
         self.injected_models = dict(models or {})
 
     def model(self, spec: str, temperature: float, seed: int | None = None) -> Any:
         if spec in self.injected_models:
             return self.injected_models[spec]
-        key = (spec, round(temperature, 3), seed)
+        # Endpoints and keys are part of the key so a changed environment gets a fresh client.
+        key = (spec, round(temperature, 3), seed, *(os.environ.get(v, "") for v in PROVIDER_ENV))
         if key not in self._models:
             self._models[key] = resolve_model(spec, temperature=temperature,
                                               settings=self.settings, seed=seed)

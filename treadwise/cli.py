@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 EXIT_OK, EXIT_PROVIDER, EXIT_USAGE = 0, 1, 2
 USAGE_ERRORS = {"config", "input_rejected"}
@@ -76,16 +77,23 @@ def _chat(args: argparse.Namespace) -> int:
 def _leads(args: argparse.Namespace) -> int:
     from treadwise.leads import export_leads
     from treadwise.settings import Settings
-    from treadwise.store import Store
+    from treadwise.store import Store, StoreUnavailable
 
     store = Store(Settings.from_env().data_dir)
-    if args.out == "-":
-        count = export_leads(store, args.format, sys.stdout)
-    else:
-        with open(args.out, "w", encoding="utf-8", newline="") as out:
-            count = export_leads(store, args.format, out)
+    try:
+        count = _export(store, args, export_leads)
+    except StoreUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_PROVIDER
     print(f"exported {count} leads", file=sys.stderr)
     return EXIT_OK
+
+
+def _export(store: Any, args: argparse.Namespace, export_leads: Any) -> int:
+    if args.out == "-":
+        return export_leads(store, args.format, sys.stdout)
+    with open(args.out, "w", encoding="utf-8", newline="") as out:
+        return export_leads(store, args.format, out)
 
 
 def _personas(args: argparse.Namespace) -> int:

@@ -1,0 +1,37 @@
+"""Lead export: stored customer leads as CSV (safe to open in a spreadsheet) or JSON lines."""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import Literal, TextIO
+
+from treadwise.store import Store
+
+LEAD_COLUMNS = ("id", "created_at", "email", "name", "message")
+# A spreadsheet treats a cell starting with one of these as a formula (OWASP CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: object) -> object:
+    """Text that a spreadsheet would run as a formula, prefixed with ' so it stays text."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def export_leads(store: Store, fmt: Literal["csv", "jsonl"], out: TextIO) -> int:
+    """Write every lead to `out` as CSV (with a header) or JSON lines; returns rows written."""
+    if fmt not in ("csv", "jsonl"):
+        raise ValueError(f"unknown export format {fmt!r}; use csv or jsonl")
+    rows = store.leads()
+    if fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=LEAD_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: neutralise_cell(row[key]) for key in LEAD_COLUMNS})
+    else:
+        for row in rows:
+            out.write(json.dumps({key: row[key] for key in LEAD_COLUMNS}, ensure_ascii=False))
+            out.write("\n")
+    return len(rows)
