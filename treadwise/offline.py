@@ -27,6 +27,7 @@ from treadwise.intents import PREVIOUS, Call, Lookups, Plan, plan_turn
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona, load_personas
 
 OFFLINE_LABEL = "offline (rule-based, not an LLM)"
+MATH_INTENTS = {"arithmetic", "integral", "derivative", "equation", "analysis", "plot"}
 VALUE_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
 
 
@@ -222,31 +223,42 @@ class Voice:
         if plan.intent == "feedback":
             return f"{self.pick('feedback')} {self.pick('closer')}"
         parts = [self.pick("opener")]
-        if plan.intent in {"arithmetic", "integral", "derivative", "equation", "analysis", "plot"}:
+        if plan.intent in MATH_INTENTS:
             parts.append(self._math_body(plan, texts, results))
+            parts.append(self.pick("math_closer") if self.persona.phrases("math_closer")
+                         else self.pick("closer"))
         else:
-            parts.append(" ".join(texts))
+            parts.append(" ".join(_sentence(t) for t in texts))
             if plan.intent == "lead":
                 parts.append(self.pick("lead_note"))
-        parts.append(self.pick("closer"))
+            parts.append(self.pick("closer"))
         return " ".join(p for p in parts if p)
 
     def _math_body(self, plan: Plan, texts: list[str], results: list[ToolMessage]) -> str:
         lines = [t for t, m in zip(texts, results, strict=True) if m.name != "plot_area"]
         plot_lines = [t for t, m in zip(texts, results, strict=True) if m.name == "plot_area"]
+        shown = lines or plot_lines
         if self.persona.show_method:
-            steps = "; ".join(f"step {i}: {t}" for i, t in enumerate(lines, 1)) if len(lines) > 1 \
-                else (lines[0] if lines else "")
-            body = f"{steps or ' '.join(plot_lines)}. {self.pick('method_label')} {plan.method}."
+            steps = ("; ".join(f"step {i}: {t}" for i, t in enumerate(shown, 1))
+                     if len(shown) > 1 else shown[0])
+            body = f"{_sentence(steps)} {self.pick('method_label')} {_sentence(plan.method)}"
+        elif len(shown) > 1:
+            body = " ".join(_sentence(f"{word} {t}") for word, t in
+                            zip(["First,", *["Then"] * (len(shown) - 2), "Finally,"], shown,
+                                strict=True))
+            if final := result_value(shown[-1]):
+                body += f" So the final answer is {final}."
         else:
-            body = " ".join(lines or plot_lines)
-            if len(lines) > 1:
-                final = result_value(lines[-1])
-                body = f"{body} So the final answer is {final}." if final else body
-        if plot_lines:
+            body = _sentence(shown[0])
+        if plot_lines and lines:
             body = f"{body} {self.pick('plot_note')}"
         caveat = self.pick("math_caveat") if self.persona.phrases("math_caveat") else ""
         return f"{body} {caveat}".strip()
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if not text or text[-1] in ".!?:" else text + "."
 
 
 def _first_sentence(text: str) -> str:
