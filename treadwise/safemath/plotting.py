@@ -1,0 +1,93 @@
+"""The area-under-a-curve figure: curve, shaded area, dashed bounds, label and title, as PNG."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from treadwise.safemath.numeric import Numeric
+from treadwise.safemath.parser import MathInputError
+
+SAMPLES = 1201
+FIGSIZE = (7.0, 4.5)
+DPI = 110
+
+
+@dataclass(frozen=True)
+class AreaPlot:
+    """What the figure says: the bounds, their labels and the texts around the curve."""
+
+    lower: float
+    upper: float
+    lower_label: str
+    upper_label: str
+    title: str
+    area_label: str
+    curve_label: str
+
+
+def render_area(function: Numeric, plot: AreaPlot, target: str | IO[bytes]) -> None:
+    """Draw `function` over a little more than [lower, upper] with the area shaded; save as PNG."""
+    lo, hi = sorted((plot.lower, plot.upper))
+    pad = (hi - lo) * 0.15 or 0.5
+    xs = np.union1d(np.linspace(lo - pad, hi + pad, SAMPLES), [lo, hi])
+    ys = _values(function, xs)
+    finite = np.isfinite(ys)
+    inside = (xs >= lo) & (xs <= hi)
+    if not (finite & inside).any():
+        raise MathInputError(
+            f"the function has no real values between {plot.lower_label} and {plot.upper_label}, "
+            "so there is nothing to plot"
+        )
+    bottom, top = _view(ys[finite])
+    span = top - bottom
+    # Points far outside the view are poles: leaving them out breaks the line instead of
+    # drawing a vertical stroke from +big to -big.
+    shown = finite & (ys > bottom - 2 * span) & (ys < top + 2 * span)
+    curve = np.where(shown, ys, np.nan)
+    fill = np.clip(np.where(finite, ys, 0.0), bottom - span, top + span)
+
+    figure = Figure(figsize=FIGSIZE, dpi=DPI)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.plot(xs, curve, color="#1f77b4", linewidth=2, label=plot.curve_label)
+    axes.fill_between(xs, fill, 0, where=inside & shown, interpolate=True, color="#1f77b4",
+                      alpha=0.3, label="area")
+    for value, label in ((plot.lower, plot.lower_label), (plot.upper, plot.upper_label)):
+        axes.axvline(value, color="#d62728", linestyle="--", linewidth=1.3, label=f"x = {label}")
+    axes.axhline(0, color="black", linewidth=0.8)
+    axes.set_xlim(lo - pad, hi + pad)
+    axes.set_ylim(bottom, top)
+    axes.text(0.02, 0.96, plot.area_label, transform=axes.transAxes, va="top", fontsize=11,
+              bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
+    axes.set_title(plot.title, fontsize=13)
+    axes.set_xlabel("x")
+    axes.set_ylabel("f(x)")
+    axes.grid(True, alpha=0.35)
+    axes.legend(loc="upper right", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(target, format="png")
+
+
+def _values(function: Numeric, xs: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        ys = np.asarray(function(xs))
+    if np.iscomplexobj(ys):
+        ys = np.where(np.abs(ys.imag) < 1e-12, ys.real, np.nan)
+    return ys.astype(float)
+
+
+def _view(values: np.ndarray) -> tuple[float, float]:
+    """A y-range that shows the curve and the axis, ignoring the spikes near poles."""
+    low, high = float(values.min()), float(values.max())
+    q_low, q_high = (float(v) for v in np.percentile(values, [2, 98]))
+    if high - low > 10 * max(q_high - q_low, 1e-12):
+        middle = q_high - q_low or 1.0
+        low, high = q_low - 0.5 * middle, q_high + 0.5 * middle
+    low, high = min(low, 0.0), max(high, 0.0)
+    margin = (high - low) * 0.08 or 1.0
+    return low - margin, high + margin

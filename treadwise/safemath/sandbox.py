@@ -1,0 +1,478 @@
+"""Pre-started worker processes that run math jobs under CPU, memory and wall-clock limits."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from treadwise.safemath.parser import MathInputError
+
+DEFAULT_TIMEOUT_S = 5.0
+TIMEOUT_ENV = "TREADWISE_MATH_TIMEOUT_S"
+START_TIMEOUT_S = 60.0
+FORK_TIMEOUT_S = 10.0
+# The template runs with one BLAS thread: forking a process with threads is unsafe, and every
+# worker stays small. It is started by exec, not multiprocessing, so nothing re-imports the
+# caller's __main__ (an app script or a test runner) in the workers.
+TEMPLATE_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                "MPLBACKEND": "Agg"}
+TEMPLATE_CODE = (
+    "import json, sys\n"
+    "options = json.loads(sys.argv[1])\n"
+    "sys.path[:0] = options.pop('path')\n"
+    "from treadwise.safemath.sandbox import template_main\n"
+    "template_main(**options)\n"
+)
+_PID = struct.Struct("!q")
+
+
+class MathTimeoutError(MathInputError):
+    """A math job ran past its wall-clock limit; its worker was killed and replaced."""
+
+
+class MathWorkerError(MathInputError):
+    """A math worker died or could not start, so the job has no answer."""
+
+
+class _WorkerLost(Exception):
+    """The worker's pipe broke: it died before answering."""
+
+
+class _WorkerSilent(Exception):
+    """The worker did not answer within the timeout."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits each worker sets on itself before it serves jobs."""
+
+    memory_bytes: int = 1 << 30
+    file_bytes: int = 32 << 20
+
+
+def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
+    """The job timeout in seconds from TREADWISE_MATH_TIMEOUT_S (default 5)."""
+    raw = (os.environ if env is None else env).get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
+    if not 0 < value <= 600:
+        raise ValueError(f"{TIMEOUT_ENV} must be between 0 and 600 seconds, got {raw!r}")
+    return value
+
+
+def template_main(fd: int, memory_bytes: int, file_bytes: int) -> None:
+    """The warm template: import and exercise the engine once, then fork a worker per request."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ignoring SIGCHLD makes the kernel reap exited workers at once: no zombies.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    warnings.simplefilter("ignore")
+    from treadwise.safemath.engine import warm_up
+
+    warm_up()
+    limits = Limits(memory_bytes, file_bytes)
+    control = socket.socket(fileno=fd)
+    try:
+        control.sendall(b"R")
+        while control.recv(1):
+            ours, theirs = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:
+                _worker_main(control, ours, theirs, limits)
+            theirs.close()
+            socket.send_fds(control, [_PID.pack(pid)], [ours.fileno()])
+            ours.close()
+    except OSError:
+        pass  # the parent went away: so does the template
+    # Skip interpreter teardown (slow with sympy loaded); there is nothing to flush.
+    os._exit(0)
+
+
+def _worker_main(control: socket.socket, ours: socket.socket, theirs: socket.socket,
+                 limits: Limits) -> None:
+    code = 0
+    try:
+        control.close()
+        ours.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        serve(Connection(theirs.detach()), limits)
+    except (EOFError, OSError):
+        pass  # the parent went away
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def serve(conn: Connection, limits: Limits) -> None:
+    """Worker loop: limit itself, then answer (op, kwargs, timeout) jobs until told to stop."""
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _limit_cpu(0.0)
+    from treadwise.safemath.engine import run_job
+
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        op, kwargs, timeout_s = job
+        _limit_cpu(timeout_s)
+        reply = run_job(op, kwargs, timeout_s, alarms=True)
+        try:
+            conn.send(reply)
+        except Exception:
+            conn.send(("error", "the result could not be sent back", True))
+        if reply[2]:
+            return
+
+
+def _limit_cpu(timeout_s: float) -> None:
+    # RLIMIT_CPU counts the whole life of the process, so each job moves the soft limit to
+    # "used so far + this job's budget"; the kernel stops a job that spins past it.
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime + timeout_s + 1)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+class _Template:
+    """The parent's handle on the template process: ask it to fork, get a worker's pipe back."""
+
+    def __init__(self, limits: Limits):
+        ours, theirs = socket.socketpair()
+        options = {"fd": theirs.fileno(), "path": sys.path, **asdict(limits)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", TEMPLATE_CODE, json.dumps(options)],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            env={**os.environ, **TEMPLATE_ENV},
+        )
+        theirs.close()
+        self.control = ours
+        self.lock = threading.Lock()
+        try:
+            self.control.settimeout(START_TIMEOUT_S)
+            if self.control.recv(1) != b"R":
+                raise OSError("the template exited")
+            self.control.settimeout(FORK_TIMEOUT_S)
+        except OSError:
+            self.close()
+            raise MathWorkerError("the math engine could not start its worker template") from None
+
+    def fork(self) -> tuple[int, Connection]:
+        with self.lock:
+            self.control.sendall(b"F")
+            data, fds, _, _ = socket.recv_fds(self.control, _PID.size, 1)
+        if len(data) != _PID.size or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise OSError("the template did not answer")
+        return _PID.unpack(data)[0], Connection(fds[0])
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        self.control.close()
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class _Worker:
+    """One worker process and the parent's end of its pipe."""
+
+    def __init__(self, pid: int, conn: Connection):
+        self.pid = pid
+        self.conn = conn
+        self.jobs = 0
+        try:
+            if not conn.poll(START_TIMEOUT_S):
+                raise _WorkerLost
+            conn.recv()
+        except (_WorkerLost, EOFError, OSError):
+            self.kill()
+            conn.close()
+            raise MathWorkerError("a math worker process could not start") from None
+
+    def healthy(self) -> bool:
+        """An idle worker has nothing to say; EOF or stray data means it died or misbehaved."""
+        try:
+            return not self.conn.poll(0)
+        except OSError:
+            return False
+
+    def call(self, job: tuple, timeout_s: float) -> tuple[str, Any, bool]:
+        try:
+            self.conn.send(job)
+            if not self.conn.poll(timeout_s):
+                raise _WorkerSilent
+            return self.conn.recv()
+        except (EOFError, OSError):
+            raise _WorkerLost from None
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def stop(self) -> None:
+        """Ask the worker to leave its loop; closing the pipe ends it too."""
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.conn.close()
+
+
+class MathEngine:
+    """A pool of warm math workers: `min_workers` kept ready, growing to `max_workers` on demand.
+
+    Each job runs in a worker process with memory, file-size and CPU limits and a wall-clock
+    timeout; a worker that times out or dies is replaced, and the caller gets a MathInputError
+    (or subclass) whose message is fit to show. Workers are forked from a warm template process
+    that has sympy, numpy and matplotlib loaded, so a new one is ready in milliseconds.
+    Thread-safe.
+    """
+
+    def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S, min_workers: int = 2,
+                 max_workers: int = 8, limits: Limits | None = None,
+                 max_jobs_per_worker: int = 500):
+        if not timeout_s > 0 or not 0 <= min_workers <= max_workers or max_workers < 1:
+            raise ValueError("need timeout_s > 0 and 0 <= min_workers <= max_workers >= 1")
+        self.timeout_s = timeout_s
+        self.min_workers = min_workers
+        self.max_workers = max_workers
+        self.limits = limits or Limits()
+        self.max_jobs_per_worker = max_jobs_per_worker
+        self._cond = threading.Condition()
+        self._template_lock = threading.Lock()
+        self._template: _Template | None = None
+        self._idle: list[_Worker] = []
+        self._workers: set[_Worker] = set()
+        self._count = 0
+        self._owner = os.getpid()
+        self.closed = False
+
+    def __enter__(self) -> MathEngine:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    def start(self) -> MathEngine:
+        """Start the template and the warm workers; the first call takes a few seconds."""
+        self._ensure_template()
+        self._top_up()
+        return self
+
+    def run(self, op: str, /, *, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        """Run engine operation `op` in a worker and return its result.
+
+        Raises MathInputError with a clear message for bad input, MathTimeoutError when the job
+        takes longer than the timeout, MathWorkerError when its worker dies twice in a row.
+        """
+        self._ensure_template()
+        timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        for attempt in range(2):
+            worker = self._acquire(timeout)
+            try:
+                status, payload, retire = worker.call((op, kwargs, timeout), timeout)
+            except _WorkerSilent:
+                self._discard(worker)
+                raise MathTimeoutError(
+                    f"the calculation took too long (over {timeout:g} s); try a simpler expression"
+                ) from None
+            except _WorkerLost:
+                # Retried once: the worker may have died before it saw this job.
+                self._discard(worker, kill=False)
+                if attempt:
+                    raise MathWorkerError(
+                        "the calculation crashed its worker process (it probably ran out of "
+                        "memory); try a simpler expression"
+                    ) from None
+                continue
+            except BaseException:
+                self._discard(worker)
+                raise
+            self._release(worker, retire)
+            if status == "ok":
+                return payload
+            raise MathInputError(payload)
+        raise AssertionError("unreachable")
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers, idle and busy."""
+        self._prune()
+        with self._cond:
+            return sorted(worker.pid for worker in self._workers)
+
+    def shutdown(self) -> None:
+        """Stop every worker and the template; running jobs fail with MathWorkerError."""
+        if os.getpid() != self._owner:
+            return  # a forked child inherited this engine (and its atexit hook): not its to stop
+        with self._cond:
+            if self.closed:
+                return
+            self.closed = True
+            idle, busy = list(self._idle), self._workers - set(self._idle)
+            self._idle.clear()
+            self._cond.notify_all()
+        for worker in busy:
+            worker.kill()
+        for worker in idle:
+            worker.stop()
+        with self._template_lock:
+            if self._template is not None:
+                self._template.close()
+                self._template = None
+        atexit.unregister(self.shutdown)
+
+    def _ensure_template(self) -> _Template:
+        with self._template_lock:
+            self._check_open()
+            if self._template is None or not self._template.alive():
+                if self._template is None:
+                    atexit.register(self.shutdown)
+                else:
+                    self._template.close()
+                self._template = _Template(self.limits)
+            return self._template
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise MathWorkerError("the math engine has been shut down")
+        if os.getpid() != self._owner:
+            raise MathWorkerError("this math engine belongs to another process; use get_engine()")
+
+    def _prune(self) -> None:
+        """Drop idle workers that died while waiting (killed from outside, say)."""
+        with self._cond:
+            dead = [worker for worker in self._idle if not worker.healthy()]
+            for worker in dead:
+                self._idle.remove(worker)
+                self._workers.discard(worker)
+                self._count -= 1
+            short = bool(dead) and not self.closed and self._count < self.min_workers
+        for worker in dead:
+            worker.conn.close()
+        if short:
+            threading.Thread(target=self._top_up, name="treadwise-math-top-up", daemon=True).start()
+
+    def _acquire(self, wait_s: float) -> _Worker:
+        deadline = time.monotonic() + wait_s
+        self._prune()
+        with self._cond:
+            while True:
+                self._check_open()
+                if self._idle:
+                    return self._idle.pop()
+                if self._count < self.max_workers:
+                    self._count += 1
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise MathTimeoutError(
+                        f"all {self.max_workers} math workers are busy; try again in a moment"
+                    )
+                self._cond.wait(remaining)
+        return self._spawn()
+
+    def _spawn(self) -> _Worker:
+        """Start a worker for a slot already counted in self._count."""
+        try:
+            worker = self._fork()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+        with self._cond:
+            if not self.closed:
+                self._workers.add(worker)
+                return worker
+            self._count -= 1
+        worker.stop()
+        raise MathWorkerError("the math engine has been shut down")
+
+    def _fork(self) -> _Worker:
+        for attempt in range(2):
+            template = self._ensure_template()
+            try:
+                return _Worker(*template.fork())
+            except OSError:
+                if attempt:
+                    raise MathWorkerError("the math engine could not start a worker") from None
+                # The template died; the next _ensure_template starts a new one.
+        raise AssertionError("unreachable")
+
+    def _release(self, worker: _Worker, retire: bool) -> None:
+        worker.jobs += 1
+        if retire or worker.jobs >= self.max_jobs_per_worker:
+            self._discard(worker, kill=False)
+            return
+        with self._cond:
+            if not self.closed:
+                self._idle.append(worker)
+                self._cond.notify()
+                return
+        worker.stop()
+
+    def _discard(self, worker: _Worker, kill: bool = True) -> None:
+        """Forget a worker; kill it unless it has already exited (its pid may be reused)."""
+        if kill:
+            worker.kill()
+        worker.stop()
+        with self._cond:
+            self._workers.discard(worker)
+            self._count -= 1
+            self._cond.notify()
+            short = not self.closed and self._count < self.min_workers
+        if short:
+            threading.Thread(target=self._top_up, name="treadwise-math-top-up", daemon=True).start()
+
+    def _top_up(self) -> None:
+        while True:
+            with self._cond:
+                if self.closed or self._count >= self.min_workers:
+                    return
+                self._count += 1
+            try:
+                worker = self._spawn()
+            except MathInputError:
+                return
+            with self._cond:
+                if self.closed:
+                    break
+                self._idle.append(worker)
+                self._cond.notify()
+        worker.stop()
