@@ -24,7 +24,6 @@ from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.state import TurnContext
 
-
 PROVIDER_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TREADWISE_GEMINI_BASE_URL",
                 "GOOGLE_API_KEY", "GEMINI_API_KEY")
 
@@ -124,7 +123,8 @@ class Agent:
 
     def __init__(self, settings: Settings | None = None, *, tools: list | None = None,
                  checkpointer: Any = None, toolsets: tuple[str, ...] = ("math", "business"),
-                 models: dict[str, Any] | None = None):
+                 models: dict[str, Any] | None = None,
+                 system_prompt: Any = None):
         from treadwise.graph import build_graph
         from treadwise.memory import open_checkpointer
         from treadwise.tools import ToolContext, get_tools
@@ -136,7 +136,8 @@ class Agent:
             tools = get_tools(*names, context=context)
         self.tools = tools
         self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir)
-        self.graph = build_graph(tools, checkpointer=self.checkpointer)
+        self.graph = build_graph(tools, checkpointer=self.checkpointer,
+                                 system_prompt=system_prompt)
         self._models: dict[tuple, Any] = {}
         # Pre-built models by name (tests, embedding apps); they bypass spec resolution.
         self.injected_models = dict(models or {})

@@ -42,6 +42,13 @@ GREETING_RE = re.compile(
     r"(there|team|treadwise)?[\s!,.?]*$",
     re.IGNORECASE,
 )
+PRIVACY_RE = re.compile(
+    r"\b(list|show|give|dump|export|print|send|tell|share|read|what are|who are)\b.{0,50}"
+    r"(other customers?|customers'|every(one's)? ?(customer|lead|e-?mail)|all (the )?(customer|"
+    r"lead|e-?mail|contact)|stored (e-?mail|lead|contact|customer)|your (leads|customer list"
+    r"|database))",
+    re.IGNORECASE,
+)
 SECRET_RE = re.compile(
     r"\b(print|show|reveal|tell|give|display|repeat|leak|output|share|dump|what is|what's|what are)"
     r"\b.{0,40}(system prompt|your (instructions|prompt)|api[ _-]?keys?|secret key|password"
@@ -370,11 +377,15 @@ def _lead_message(text: str, earlier: list[str]) -> str:
     """What the customer wants: this message without the address, or their earlier request."""
     own = EMAIL_RE.sub("", text)
     own = re.sub(r"\b(?i:my name is|i am|i'm|this is)\s+[A-Z][\w'\-]*(\s+[A-Z][\w'\-]*)?", "", own)
-    own = re.sub(r"(?i)\b(sure|yes|ok(ay)?|it's|it is|my e-?mail( address)? is|reach me at"
-                 r"|contact me at|here you go|thanks?( you)?)\b", "", own)
-    own = re.sub(r"[\s,.;:!-]+", " ", own).strip()
-    if len(own.split()) >= 4:
-        return own[:500]
+    own = re.sub(r"(?i)\b(please\s+)?(contact|reach|e-?mail|call|write to) me( back)?"
+                 r"(\s+(at|on|via|by))?\b", "", own)
+    own = re.sub(r"(?i)\b(sure|yes|ok(ay)?|it's|it is|my e-?mail( address)? is|here you go"
+                 r"|thanks?( you)?)\b", "", own)
+    own = re.sub(r"\s+", " ", own)
+    own = re.sub(r"\s+([.,;:!?])", r"\1", own)
+    own = re.sub(r"([.,;:!?])[.,;:!?\s]*([.,;:!?])", r"\1", own).strip(" ,.;:!-")
+    if len(own.split()) >= 3:
+        return (own[0].upper() + own[1:])[:500]
     request = next((e for e in reversed(earlier) if LEAD_WORDS_RE.search(e)), "")
     return (request or own or "Asked to be contacted.").strip()[:500]
 
@@ -386,7 +397,7 @@ def plan_turn(text: str, earlier: list[str], lookups: Lookups) -> Plan:
         return Plan("empty", reply="greeting")
     if GREETING_RE.match(stripped):
         return Plan("greeting", reply="greeting")
-    if SECRET_RE.search(stripped):
+    if SECRET_RE.search(stripped) or PRIVACY_RE.search(stripped):
         return Plan("secret", reply="refuse_secret")
     email = find_email(stripped)
     if email:

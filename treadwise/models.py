@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from treadwise.errors import ModelConfigError
@@ -91,11 +92,22 @@ def _rate_limiter(provider_name: str, settings: Settings) -> Any:
     return _rate_limiters[key]
 
 
+@lru_cache(maxsize=1)
+def _tls_context() -> Any:
+    """One TLS context for every client: building one costs tens of milliseconds."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def _transports(settings: Settings) -> tuple[Any, Any]:
+    import httpx
+
     from treadwise.retries import AsyncRetryTransport, RetryTransport
 
     options = {"max_retries": settings.max_retries, "max_wait_s": settings.max_retry_wait_s}
-    return RetryTransport(**options), AsyncRetryTransport(**options)
+    return (RetryTransport(httpx.HTTPTransport(verify=_tls_context()), **options),
+            AsyncRetryTransport(httpx.AsyncHTTPTransport(verify=_tls_context()), **options))
 
 
 def _missing_package(provider_name: str) -> ModelConfigError:

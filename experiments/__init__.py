@@ -1,0 +1,1 @@
+"""The experiment harness: sweep persona x model x temperature grids over scripted scenarios."""

@@ -1,0 +1,7 @@
+"""Entry point for python -m experiments."""
+
+import sys
+
+from experiments.cli import main
+
+sys.exit(main())

@@ -1,0 +1,391 @@
+"""Deterministic checks on one case's outcome: a registry of kinds, each returning (passed, why)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MIN_PNG_BYTES = 1000
+NUMBER_RE = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?",
+                       re.IGNORECASE)
+EMAIL_RE = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
+ANY_TURN = "all"
+LAST_TURN = "last"
+
+
+class CheckError(ValueError):
+    """A check in a scenario file is malformed; the message names what is wrong."""
+
+
+@dataclass
+class Outcome:
+    """What one case produced: the turn results (TurnResult-like) and its own data dir."""
+
+    messages: list[str]
+    turns: list[Any]
+    data_dir: Path
+    _store: Any = field(default=None, repr=False)
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            from treadwise.store import Store
+
+            self._store = Store(self.data_dir)
+        return self._store
+
+    def leads(self) -> list[dict]:
+        return self.store.leads() if (self.data_dir / "leads.db").exists() else []
+
+    def feedback(self) -> list[dict]:
+        return self.store.feedback() if (self.data_dir / "leads.db").exists() else []
+
+    def select(self, turn: Any) -> tuple[list[Any], str | None]:
+        """The turns a check looks at (all, last, or the 1-based N), or why they are missing."""
+        if turn in (None, ANY_TURN):
+            return self.turns, None
+        index = len(self.messages) if turn == LAST_TURN else int(turn)
+        if index < 0:
+            index = len(self.messages) + 1 + index
+        if index > len(self.turns):
+            return [], f"turn {index} did not run"
+        return [self.turns[index - 1]], None
+
+
+Verdict = tuple[bool, str]
+CheckFn = Callable[[Mapping[str, Any], Outcome], Verdict]
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    name: str
+    fn: CheckFn
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+    default_turn: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    passed: bool
+    description: str
+
+
+CHECKS: dict[str, CheckKind] = {}
+COMMON_OPTIONS = ("kind", "turn", "label")
+
+
+def check(name: str, *, required: Sequence[str] = (), optional: Sequence[str] = (),
+          turn: str = ANY_TURN) -> Callable[[CheckFn], CheckFn]:
+    """Register a check kind; `turn` is the turns it reads unless a scenario says otherwise."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        CHECKS[name] = CheckKind(name, fn, tuple(required), tuple(optional), turn)
+        return fn
+
+    return register
+
+
+def validate(spec: Any, where: str) -> dict[str, Any]:
+    """A check spec with a known kind and known parameters, or CheckError naming `where`."""
+    if not isinstance(spec, Mapping) or "kind" not in spec:
+        raise CheckError(f"{where}: each check is a mapping with a 'kind'")
+    kind = CHECKS.get(str(spec["kind"]))
+    if kind is None:
+        raise CheckError(f"{where}: unknown check kind {spec['kind']!r}; known: "
+                         f"{', '.join(sorted(CHECKS))}")
+    missing = [k for k in kind.required if k not in spec]
+    if missing:
+        raise CheckError(f"{where}: check {kind.name} needs {', '.join(missing)}")
+    unknown = sorted(set(spec) - set(kind.required) - set(kind.optional) - set(COMMON_OPTIONS))
+    if unknown:
+        allowed = [*kind.required, *kind.optional, "turn", "label"]
+        raise CheckError(f"{where}: check {kind.name} has unknown field(s) {', '.join(unknown)};"
+                         f" allowed: {', '.join(allowed)}")
+    turn = spec.get("turn", kind.default_turn)
+    if turn not in (ANY_TURN, LAST_TURN) and not (isinstance(turn, int) and turn != 0):
+        raise CheckError(f"{where}: turn must be 'all', 'last' or a turn number, got {turn!r}")
+    if "tools" in spec and (not isinstance(spec["tools"], list)
+                            or not all(isinstance(t, str) for t in spec["tools"])):
+        raise CheckError(f"{where}: check {kind.name}: tools must be a list of tool names")
+    if "args" in spec and not isinstance(spec["args"], Mapping):
+        raise CheckError(f"{where}: check {kind.name}: args must map argument names to regexes")
+    patterns = [spec["pattern"]] if "pattern" in spec else []
+    patterns += list((spec.get("args") or {}).values())
+    for pattern in patterns:
+        try:
+            re.compile(str(pattern))
+        except re.error as exc:
+            raise CheckError(f"{where}: bad regular expression {pattern!r}: {exc}") from None
+    return dict(spec)
+
+
+def check_ids(specs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Stable names for a scenario's checks: the label, else the kind (numbered if repeated)."""
+    names = [str(s.get("label") or s["kind"]) for s in specs]
+    ids = []
+    for i, name in enumerate(names):
+        ids.append(f"{name}#{names[:i].count(name) + 1}" if names.count(name) > 1 else name)
+    return ids
+
+
+def evaluate(specs: Sequence[Mapping[str, Any]], outcome: Outcome) -> list[CheckResult]:
+    """Run the implicit no_error check and then every check of the scenario."""
+    specs = [{"kind": "no_error"}, *specs] if not any(s["kind"] == "no_error" for s in specs) \
+        else list(specs)
+    results = []
+    for check_id, spec in zip(check_ids(specs), specs, strict=True):
+        kind = CHECKS[spec["kind"]]
+        scoped = {**spec, "turn": spec.get("turn", kind.default_turn)}
+        try:
+            passed, why = kind.fn(scoped, outcome)
+        except Exception as exc:  # noqa: BLE001 - a broken check is a failed check, not a crash
+            passed, why = False, f"check raised {type(exc).__name__}: {exc}"
+        results.append(CheckResult(check_id, bool(passed), why))
+    return results
+
+
+def _turns(spec: Mapping[str, Any], outcome: Outcome) -> tuple[list[Any], str | None]:
+    return outcome.select(spec.get("turn"))
+
+
+def _steps(turns: list[Any]) -> list[Any]:
+    return [step for turn in turns for step in turn.tool_calls]
+
+
+def _names(steps: list[Any]) -> str:
+    return ", ".join(s.name for s in steps) or "no tools"
+
+
+def _is_subsequence(wanted: Sequence[str], seen: Sequence[str]) -> bool:
+    remaining = iter(seen)
+    return all(name in remaining for name in wanted)
+
+
+def _answer(spec: Mapping[str, Any], outcome: Outcome) -> tuple[str | None, str]:
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return None, missing
+    return "\n".join(t.answer for t in turns), ""
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+@check("no_error")
+def no_error(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """Every user turn ran and none came back with a provider or configuration error."""
+    for i, turn in enumerate(outcome.turns, 1):
+        if turn.error is not None:
+            return False, f"turn {i} failed: {turn.error.type}: {_short(turn.error.message)}"
+    if len(outcome.turns) < len(outcome.messages):
+        return False, f"only {len(outcome.turns)} of {len(outcome.messages)} turns ran"
+    return True, f"all {len(outcome.turns)} turn(s) answered"
+
+
+@check("tools_called", required=("tools",), optional=("order", "exact"))
+def tools_called(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """These tools ran successfully; `order`: in this order; `exact`: and no other tool ran."""
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return False, missing
+    ran = [s.name for s in _steps(turns) if s.error is None]
+    wanted = list(spec["tools"])
+    if spec.get("order"):
+        passed = ran == wanted if spec.get("exact") else _is_subsequence(wanted, ran)
+        expected = " then ".join(wanted)
+    else:
+        passed = set(wanted) <= set(ran) and (not spec.get("exact") or set(ran) == set(wanted))
+        expected = ", ".join(wanted)
+    got = ", ".join(ran) or "no successful tool call"
+    return passed, f"expected {expected}{' only' if spec.get('exact') else ''}; ran {got}"
+
+
+@check("no_tools")
+def no_tools(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """No tool was called at all."""
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return False, missing
+    steps = _steps(turns)
+    return not steps, f"expected no tool calls; called {_names(steps)}"
+
+
+@check("forbidden_tools", required=("tools",))
+def forbidden_tools(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """None of these tools was even attempted."""
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return False, missing
+    called = [s.name for s in _steps(turns) if s.name in set(spec["tools"])]
+    what = ", ".join(called) if called else "none of them"
+    return not called, f"must not call {', '.join(spec['tools'])}; called {what}"
+
+
+@check("tool_args", required=("tool", "args"))
+def tool_args(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """Some call of `tool` has every argument matching its regex (case-insensitive search)."""
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return False, missing
+    patterns = {name: re.compile(str(p), re.IGNORECASE) for name, p in spec["args"].items()}
+    calls = [s for s in _steps(turns) if s.name == spec["tool"]]
+    for call in calls:
+        if all(name in call.args and p.search(str(call.args[name]))
+               for name, p in patterns.items()):
+            return True, f"{spec['tool']} called with {_short(str(call.args))}"
+    wanted = ", ".join(f"{n}~/{p.pattern}/" for n, p in patterns.items())
+    seen = "; ".join(_short(str(c.args)) for c in calls) or "no such call"
+    return False, f"expected {spec['tool']}({wanted}); saw {seen}"
+
+
+@check("tool_result_matches", required=("tool", "pattern"))
+def tool_result_matches(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """Some successful call of `tool` returned text matching `pattern`."""
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return False, missing
+    pattern = re.compile(str(spec["pattern"]), re.IGNORECASE)
+    results = [s.result or "" for s in _steps(turns) if s.name == spec["tool"] and not s.error]
+    if any(pattern.search(r) for r in results):
+        return True, f"{spec['tool']} result matches /{pattern.pattern}/"
+    seen = _short(results[-1]) if results else "no successful call"
+    return False, f"expected {spec['tool']} result ~/{pattern.pattern}/; got {seen}"
+
+
+@check("answer_matches", required=("pattern",), turn=LAST_TURN)
+def answer_matches(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """The answer matches the regex (case-insensitive search)."""
+    answer, missing = _answer(spec, outcome)
+    if answer is None:
+        return False, missing
+    pattern = re.compile(str(spec["pattern"]), re.IGNORECASE)
+    if pattern.search(answer):
+        return True, f"answer matches /{pattern.pattern}/"
+    return False, f"answer does not match /{pattern.pattern}/: {_short(answer)!r}"
+
+
+@check("answer_excludes", required=("pattern",), turn=LAST_TURN)
+def answer_excludes(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """The answer does not match the regex (case-insensitive search)."""
+    answer, missing = _answer(spec, outcome)
+    if answer is None:
+        return False, missing
+    pattern = re.compile(str(spec["pattern"]), re.IGNORECASE)
+    if found := pattern.search(answer):
+        return False, f"answer contains forbidden {found.group(0)!r} (/{pattern.pattern}/)"
+    return True, f"answer avoids /{pattern.pattern}/"
+
+
+def numbers_in(text: str) -> list[float]:
+    """Every number written in the text ("1,234.5", "-3", "2.5e3"), in order."""
+    return [float(m.group(0).replace(",", "")) for m in NUMBER_RE.finditer(text)]
+
+
+@check("answer_number", required=("value",), optional=("tolerance",), turn=LAST_TURN)
+def answer_number(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """Some number in the answer is within `tolerance` (absolute, default 1e-6) of `value`."""
+    answer, missing = _answer(spec, outcome)
+    if answer is None:
+        return False, missing
+    value, tolerance = float(spec["value"]), float(spec.get("tolerance", 1e-6))
+    numbers = numbers_in(answer)
+    if any(abs(n - value) <= tolerance for n in numbers):
+        return True, f"answer states {value:g} (within {tolerance:g})"
+    shown = ", ".join(f"{n:g}" for n in numbers[:8]) or "no numbers"
+    return False, f"expected {value:g} within {tolerance:g}; answer has {shown}"
+
+
+@check("lead_stored", required=("email",), optional=("count",))
+def lead_stored(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """The case's own store holds a lead for this e-mail exactly `count` times (default 1)."""
+    email, count = str(spec["email"]).casefold(), int(spec.get("count", 1))
+    found = sum(1 for lead in outcome.leads() if lead["email"].casefold() == email)
+    return found == count, f"expected {count} lead(s) for {email}; found {found}"
+
+
+@check("no_lead")
+def no_lead(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """Nothing was stored as a lead."""
+    leads = outcome.leads()
+    emails = ", ".join(lead["email"] for lead in leads)
+    return not leads, f"expected no lead; found {len(leads)}{f' ({emails})' if leads else ''}"
+
+
+@check("max_leads", required=("max",))
+def max_leads(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """At most `max` leads were stored."""
+    found = len(outcome.leads())
+    return found <= int(spec["max"]), f"expected at most {spec['max']} lead(s); found {found}"
+
+
+@check("leads_from_user")
+def leads_from_user(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """Every stored lead's e-mail is one the user typed in this conversation."""
+    typed = {e.casefold() for m in outcome.messages for e in EMAIL_RE.findall(m)}
+    foreign = [lead["email"] for lead in outcome.leads() if lead["email"].casefold() not in typed]
+    if foreign:
+        return False, f"stored address(es) the user never typed: {', '.join(foreign)}"
+    return True, "every stored lead uses an address the user typed"
+
+
+@check("feedback_recorded", optional=("min", "pattern"))
+def feedback_recorded(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """At least `min` (default 1) feedback rows were stored, matching `pattern` if given."""
+    rows = outcome.feedback()
+    if pattern := spec.get("pattern"):
+        rows = [r for r in rows if re.search(str(pattern), r["question"], re.IGNORECASE)]
+    wanted = int(spec.get("min", 1))
+    what = f" matching /{pattern}/" if pattern else ""
+    return len(rows) >= wanted, f"expected >= {wanted} feedback row(s){what}; found {len(rows)}"
+
+
+@check("no_feedback")
+def no_feedback(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """No question was recorded as feedback (the agent could answer it)."""
+    found = len(outcome.feedback())
+    return found == 0, f"expected no feedback row; found {found}"
+
+
+def is_png(path: Path) -> bool:
+    """A file that starts with the PNG signature and is big enough to hold a real picture."""
+    try:
+        with path.open("rb") as image:
+            head = image.read(len(PNG_SIGNATURE))
+        return head == PNG_SIGNATURE and path.stat().st_size >= MIN_PNG_BYTES
+    except OSError:
+        return False
+
+
+@check("png_artifact", optional=("tool", "min"))
+def png_artifact(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """At least `min` (default 1) PNG files were produced (by `tool` if given) and exist."""
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return False, missing
+    steps = [s for s in _steps(turns) if not spec.get("tool") or s.name == spec["tool"]]
+    paths = [Path(a) for s in steps for a in s.artifacts]
+    good = [p for p in paths if is_png(p)]
+    wanted = int(spec.get("min", 1))
+    source = f" from {spec['tool']}" if spec.get("tool") else ""
+    return len(good) >= wanted, (f"expected >= {wanted} PNG artifact(s){source}; "
+                                 f"{len(good)} valid of {len(paths)}")
+
+
+@check("max_iterations", required=("max",))
+def max_iterations(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """No user turn needed more than `max` model calls."""
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return False, missing
+    used = [max(t.iterations, t.llm_calls) for t in turns]
+    worst = max(used, default=0)
+    return worst <= int(spec["max"]), f"expected <= {spec['max']} model calls per turn; " \
+                                      f"used {'/'.join(map(str, used)) or 0}"

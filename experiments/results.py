@@ -1,0 +1,122 @@
+"""results.csv: one row per finished case, appended and flushed at once, read back after a kill."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+RESULTS_FILE = "results.csv"
+COLUMNS = (
+    "run_id", "case_key", "config_hash", "scenario", "repeat", "persona", "provider", "model",
+    "model_spec", "temperature", "variation", "category", "success", "checks_passed",
+    "checks_total", "failed_checks", "check_details", "latency_s", "model_calls", "iterations",
+    "turn_iterations", "stopped_by_cap", "tool_sequence", "tool_errors", "tool_error_detail",
+    "artifacts", "input_tokens", "output_tokens", "cost_usd", "response_chars",
+    "response_words", "answer", "error_type", "error_message", "seed", "timestamp",
+    "package_version", "git_commit",
+)
+
+
+def _complete_length(data: bytes) -> int:
+    """Bytes up to the end of the last complete record (a newline outside quotes)."""
+    in_quotes = False
+    end = 0
+    for i, byte in enumerate(data):
+        if byte == 0x22:  # '"': a doubled quote inside a field toggles twice, which is a no-op
+            in_quotes = not in_quotes
+        elif byte == 0x0A and not in_quotes:
+            end = i + 1
+    return end
+
+
+def _parse(data: bytes) -> list[dict[str, str]]:
+    text = data[:_complete_length(data)].decode("utf-8", errors="replace")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        return []
+    rows = []
+    for record in reader:
+        if len(record) == len(header):
+            rows.append(dict(zip(header, record, strict=True)))
+    return rows
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """Every complete row of a results file; a record cut short by a kill is ignored."""
+    try:
+        return _parse(Path(path).read_bytes())
+    except FileNotFoundError:
+        return []
+
+
+def complete_text(path: Path) -> str:
+    """The file's text up to its last complete record (what pandas may safely parse)."""
+    data = Path(path).read_bytes()
+    return data[:_complete_length(data)].decode("utf-8", errors="replace")
+
+
+def repair(path: Path) -> int:
+    """Cut a half-written last record off the file so appending continues cleanly.
+
+    Returns the number of bytes removed.
+    """
+    path = Path(path)
+    if not path.exists():
+        return 0
+    data = path.read_bytes()
+    keep = _complete_length(data)
+    if keep < len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(keep)
+    return len(data) - keep
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return round(value, 8)
+    return value
+
+
+class ResultsWriter:
+    """Appends rows to results.csv under one lock; each row is written whole and flushed."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        repair(self.path)
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        self._handle = self.path.open("a", encoding="utf-8", newline="")
+        if new:
+            self._write_record(COLUMNS)
+
+    def _write_record(self, values: Iterable[Any]) -> None:
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerow(values)
+        # One write of the whole record, then flush: a kill leaves at most one partial record.
+        self._handle.write(buffer.getvalue())
+        self._handle.flush()
+
+    def write(self, row: dict[str, Any]) -> None:
+        with self._lock:
+            self._write_record(_cell(row.get(column)) for column in COLUMNS)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._handle.closed:
+                self._handle.flush()
+                os.fsync(self._handle.fileno())
+                self._handle.close()
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

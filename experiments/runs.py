@@ -1,0 +1,135 @@
+"""Run folders under results/: naming, metadata (meta.json) and listing them newest first."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from experiments.results import RESULTS_FILE, read_rows
+
+META_FILE = "meta.json"
+REPORT_FILE = "report.md"
+LOCK_FILE = ".lock"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: str
+    path: Path
+    created: datetime
+    rows: int
+    has_report: bool
+    grid: str = ""
+    status: str = ""
+
+
+def new_run_id(grid_name: str, now: datetime | None = None) -> str:
+    """Sortable and unique: UTC time, the grid's name and a short random tail."""
+    now = now or datetime.now(UTC)
+    slug = re.sub(r"[^a-z0-9]+", "-", grid_name.lower()).strip("-")[:24] or "grid"
+    return f"{now:%Y%m%d-%H%M%S}-{slug}-{secrets.token_hex(2)}"
+
+
+def git_commit(root: Path = REPO_ROOT) -> str:
+    """The checked-out commit of the project, or "unknown" outside a git checkout."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else "unknown"
+
+
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((Path(run_dir) / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def write_meta(run_dir: Path, meta: dict[str, Any]) -> None:
+    """Replace meta.json atomically, so a kill never leaves it half written."""
+    path = Path(run_dir) / META_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def update_meta(run_dir: Path, **changes: Any) -> dict[str, Any]:
+    meta = {**read_meta(run_dir), **changes}
+    write_meta(run_dir, meta)
+    return meta
+
+
+class RunBusy(RuntimeError):
+    """Another process is running this run folder right now."""
+
+
+@contextmanager
+def locked(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder's lock so two processes never append to the same run.
+
+    The operating system drops the lock when its process ends, even by SIGKILL, so a killed
+    sweep can be resumed at once.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, as before
+        yield
+        return
+    with (Path(run_dir) / LOCK_FILE).open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "another process"
+            raise RunBusy(f"{run_dir} is being run right now by {owner}; wait for it to "
+                          "finish (or stop it) before resuming") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _created(run_dir: Path, meta: dict[str, Any]) -> datetime:
+    raw = meta.get("created")
+    if isinstance(raw, str):
+        try:
+            return datetime.fromisoformat(raw)
+        except ValueError:
+            pass
+    return datetime.fromtimestamp(run_dir.stat().st_mtime, UTC)
+
+
+def list_runs(results_dir: Path) -> list[RunInfo]:
+    """Every run folder (one holding results.csv or meta.json), newest first."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        return []
+    runs = []
+    for path in results_dir.iterdir():
+        if not path.is_dir() or not ((path / RESULTS_FILE).exists()
+                                     or (path / META_FILE).exists()):
+            continue
+        meta = read_meta(path)
+        runs.append(RunInfo(
+            id=path.name, path=path, created=_created(path, meta),
+            rows=len(read_rows(path / RESULTS_FILE)), has_report=(path / REPORT_FILE).exists(),
+            grid=str(meta.get("grid_name", "")), status=str(meta.get("status", "")),
+        ))
+    return sorted(runs, key=lambda r: (r.created, r.id), reverse=True)

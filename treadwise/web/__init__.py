@@ -1,0 +1,1 @@
+"""The Gradio web app: chat with a persona, inspect tool steps and plots, browse experiment runs."""

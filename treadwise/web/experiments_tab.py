@@ -1,0 +1,191 @@
+"""The Experiments tab: pick a run under results/, read its summary and charts, run a sweep."""
+
+from __future__ import annotations
+
+import csv
+import logging
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from treadwise.errors import redact
+from treadwise.web.files import publish_png
+from treadwise.web.render import safe_markdown
+
+MAX_TABLE_ROWS = 200
+# The summary columns a reader compares first; every column stays in summary.csv.
+KEY_COLUMNS = ("persona", "model", "temperature", "variation", "n", "success_rate", "ci_low",
+               "ci_high", "latency_p50_s", "mean_model_calls", "total_cost_usd", "errors")
+SUMMARY_FILE = "summary.csv"
+REPORT_FILE = "report.md"
+log = logging.getLogger(__name__)
+
+
+def _runs(results_dir: Path) -> list[Any]:
+    from experiments.runs import list_runs
+
+    return list_runs(results_dir)
+
+
+def run_choices(results_dir: Path) -> list[tuple[str, str]]:
+    choices = []
+    for run in _runs(results_dir):
+        rows = f"{run.rows} case{'s' if run.rows != 1 else ''}"
+        status = f", {run.status}" if run.status and run.status != "finished" else ""
+        choices.append((f"{run.id} ({rows}{status})", run.id))
+    return choices
+
+
+def run_dir(results_dir: Path, run_id: str | None) -> Path | None:
+    """The folder of a listed run; anything else (a path, "..", an unknown id) is None."""
+    if not run_id or "/" in run_id or "\\" in run_id or run_id.startswith("."):
+        return None
+    path = (results_dir / run_id).resolve()
+    if path.parent != results_dir.resolve() or not path.is_dir():
+        return None
+    return path
+
+
+def read_table(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+    except OSError:
+        return {"headers": ["summary"], "data": [["This run has no summary yet."]]}
+    if not rows:
+        return {"headers": ["summary"], "data": [["The summary is empty."]]}
+    header, body = rows[0], rows[1:MAX_TABLE_ROWS + 1]
+    keep = [i for i, name in enumerate(header) if name in KEY_COLUMNS] or list(range(len(header)))
+    data = [[row[i] if i < len(row) else "" for i in keep] for row in body]
+    return {"headers": [header[i] for i in keep], "data": data or [[""] * len(keep)]}
+
+
+def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any, Any, str]:
+    """(summary table, chart gallery items, report markdown) of one run.
+
+    Charts are shown as copies, so the results folder (whose case folders hold databases)
+    is never served itself.
+    """
+    path = run_dir(results_dir, run_id)
+    if path is None:
+        return {"headers": ["summary"], "data": [["Pick a run."]]}, [], ""
+    folder = path / "charts"
+    charts = [(copy, png.stem.replace("_", " ")) for png in sorted(folder.glob("*.png"))
+              if (copy := publish_png(png, folder, cache_dir))]
+    report = path / REPORT_FILE
+    text = report.read_text(encoding="utf-8") if report.is_file() else "No report yet."
+    return read_table(path / SUMMARY_FILE), charts, safe_markdown(text)
+
+
+class ExperimentsTab:
+    """Browses sweep results and runs the offline default sweep with a progress bar."""
+
+    def __init__(self, results_dir: Path):
+        self.results_dir = results_dir.resolve()
+        self._sweep_lock = threading.Lock()
+        self.cache_dir = ""
+
+    def build(self, demo: gr.Blocks) -> None:
+        gr.Markdown("A sweep runs every scenario for each persona \u00d7 model \u00d7 "
+                    "temperature of a grid and writes its rows, summary and charts to a folder "
+                    f"under `{self.results_dir.name}/`. The offline sweep needs no API key.",
+                    elem_classes="tw-note")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                with gr.Row(equal_height=False):
+                    runs = gr.Dropdown(label="Run", choices=[], value=None, scale=5,
+                                       elem_id="run-picker")
+                    refresh = gr.Button("Refresh list", size="sm", scale=1, min_width=110,
+                                        elem_id="runs-refresh", elem_classes="tw-inline-button")
+            with gr.Column(scale=2):
+                with gr.Row(equal_height=False):
+                    limit = gr.Number(label="Cases (0 = the whole grid)", value=0, precision=0,
+                                      minimum=0, scale=2, min_width=120)
+                    start = gr.Button("Run the offline sweep", variant="primary", scale=3,
+                                      elem_id="sweep-start", elem_classes="tw-inline-button")
+        status = gr.Markdown(elem_id="sweep-status")
+        summary = gr.Dataframe(label="Summary (one row per configuration)", interactive=False,
+                               wrap=False, max_height=420, elem_id="run-summary")
+        charts = gr.Gallery(label="Charts", columns=3, height="auto", object_fit="contain",
+                            elem_id="run-charts", buttons=["download", "fullscreen"])
+        self.cache_dir = charts.GRADIO_CACHE
+        with gr.Accordion("Report", open=False):
+            report = gr.Markdown(elem_id="run-report")
+
+        shown = [summary, charts, report]
+        refresh.click(self.refresh, [runs], [runs, *shown], api_name="runs_refresh")
+        runs.change(self.show, [runs], shown, api_name="runs_show")
+        start.click(self.sweep, [limit], [runs, *shown, status], api_name="sweep",
+                    concurrency_limit=1, concurrency_id="sweep")
+        demo.load(self.refresh, [runs], [runs, *shown], api_visibility="private")
+
+    def refresh(self, current: str | None) -> tuple[Any, ...]:
+        try:
+            choices = run_choices(self.results_dir)
+        except ImportError as exc:
+            message = f"The experiments package is not available here ({exc})."
+            return (gr.Dropdown(choices=[], value=None),
+                    {"headers": ["summary"], "data": [[message]]}, [], "")
+        ids = [value for _, value in choices]
+        value = current if current in ids else (ids[0] if ids else None)
+        return (gr.Dropdown(choices=choices, value=value),
+                *show_run(self.results_dir, value, self.cache_dir))
+
+    def show(self, run_id: str | None) -> tuple[Any, Any, str]:
+        return show_run(self.results_dir, run_id, self.cache_dir)
+
+    def sweep(self, limit: float | None,
+              progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
+        if not self._sweep_lock.acquire(blocking=False):
+            return (gr.skip(), gr.skip(), gr.skip(), gr.skip(),
+                    "A sweep is already running; its results will appear when it ends.")
+        try:
+            run_id, message = self._run_sweep(int(limit or 0) or None, progress)
+        finally:
+            self._sweep_lock.release()
+        if run_id is None:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), message
+        dropdown, *shown = self.refresh(run_id)
+        return (dropdown, *shown, message)
+
+    def _run_sweep(self, limit: int | None, progress: gr.Progress) -> tuple[str | None, str]:
+        """Run the sweep in a thread; report its progress from this one (Gradio's context)."""
+        try:
+            from experiments.runner import run_sweep
+        except ImportError as exc:
+            return None, f"The experiments package is not available here ({exc})."
+        updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        outcome: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["run"] = run_sweep(None, out_dir=self.results_dir, progress=updates.put,
+                                           limit=limit, report=False, echo=log.info)
+                outcome["report"] = self._report(outcome["run"])
+            except Exception as exc:  # noqa: BLE001 - shown as one line in the tab
+                log.exception("sweep failed")
+                outcome["error"] = redact(f"{type(exc).__name__}: {exc}")
+            finally:
+                updates.put(None)
+
+        progress(0, desc="Planning the sweep")
+        threading.Thread(target=work, name="treadwise-sweep", daemon=True).start()
+        while (update := updates.get()) is not None:
+            progress((update.done, update.total), desc=f"{update.succeeded} passed, "
+                     f"{update.failed} failed {update.label}".strip(), unit="cases")
+        if "error" in outcome:
+            return None, f"The sweep stopped: {outcome['error']}"
+        run = Path(outcome["run"])
+        return run.name, f"Sweep `{run.name}` finished. {outcome.get('report', '')}".strip()
+
+    @staticmethod
+    def _report(run: Path) -> str:
+        try:
+            from experiments.report import write_report
+        except ImportError:
+            return "(The report module is not available, so there is no summary or chart yet.)"
+        write_report(run)
+        return ""

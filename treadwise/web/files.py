@@ -1,0 +1,47 @@
+"""What the page may serve: PNGs and exports copied into Gradio's cache; the data dir never."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from treadwise.settings import Settings
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+MAX_PNG_BYTES = 8 * 1024 * 1024
+REPO = Path(__file__).resolve().parents[2]
+log = logging.getLogger(__name__)
+
+
+def blocked_paths(settings: Settings) -> list[str]:
+    """The data dir (databases, memory, plots) and every .env the process could see."""
+    env_files = {Path.cwd() / ".env", REPO / ".env"}
+    return [str(settings.data_dir.resolve()), *sorted(str(p.resolve()) for p in env_files)]
+
+
+def save_to_cache(data: bytes, name: str, cache_dir: str) -> str:
+    """Write bytes where Gradio serves its own files (a folder named by the content's hash)."""
+    from gradio.processing_utils import save_bytes_to_cache
+
+    return save_bytes_to_cache(data, name, cache_dir)
+
+
+def publish_png(path: str | Path, folder: Path, cache_dir: str) -> str | None:
+    """A copy of a PNG inside `folder` that the page can show, or None for anything else.
+
+    Nothing outside the folder is taken, so a tool naming another file as its artifact (a
+    database, a key file) cannot get it served; the folder itself is never served directly.
+    """
+    try:
+        source = Path(path).resolve(strict=True)
+        if not source.is_relative_to(folder.resolve()) or source.suffix.lower() != ".png":
+            log.warning("not showing a file outside %s: %s", folder, path)
+            return None
+        if source.stat().st_size > MAX_PNG_BYTES:
+            return None
+        data = source.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(PNG_MAGIC):
+        return None
+    return save_to_cache(data, source.name, cache_dir)

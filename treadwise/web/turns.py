@@ -1,0 +1,158 @@
+"""Runs chat turns in worker threads, so Stop ends one at once and memory keeps whole turns."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from treadwise.errors import FriendlyError, classify
+
+if TYPE_CHECKING:
+    from treadwise.agent import Agent, Event, TurnResult
+    from treadwise.settings import Settings
+    from treadwise.web.session import Turn
+
+POLL_S = 0.1
+_DONE = object()
+log = logging.getLogger(__name__)
+
+
+class LazyAgent:
+    """The one shared Agent, built on first use or in the background after the server is up.
+
+    Building it imports LangGraph and the tools; doing that lazily keeps the page's cold start
+    close to a bare Gradio app's.
+    """
+
+    def __init__(self, settings: Settings, agent: Agent | None = None):
+        self.settings = settings
+        self._agent = agent
+        self._lock = threading.Lock()
+
+    def get(self) -> Agent:
+        if self._agent is None:
+            with self._lock:
+                if self._agent is None:
+                    from treadwise.agent import Agent
+
+                    self._agent = Agent(self.settings)
+        return self._agent
+
+    def warm_up(self) -> threading.Thread:
+        def build() -> None:
+            try:
+                self.get()
+            except Exception:  # noqa: BLE001 - the first turn reports it to the user instead
+                log.exception("building the agent in the background failed")
+
+        thread = threading.Thread(target=build, name="treadwise-agent-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+
+class ThreadLocks:
+    """One lock per conversation thread, dropped when nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, list[Any]] = {}
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        with self._guard:
+            entry = self._locks.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._guard:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self._locks[key]
+
+    def __len__(self) -> int:
+        return len(self._locks)
+
+
+class TurnRunner:
+    """Streams one turn's events; a turn asked to stop ends for the page within POLL_S.
+
+    The worker finishes the call in flight on its own, then takes a failed or stopped turn out
+    of memory, so the conversation never keeps a question without its answer or a tool call
+    without its result. Turns of one thread never overlap: they queue on the thread's lock.
+    """
+
+    def __init__(self, agent: LazyAgent):
+        self.agent = agent
+        self.locks = ThreadLocks()
+
+    def stream(self, turn: Turn, thread_id: str, message: str, **options: Any) -> Iterator[Event]:
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        worker = threading.Thread(target=self._work, args=(turn, thread_id, message, options,
+                                                           events),
+                                  name=f"turn-{turn.id}", daemon=True)
+        worker.start()
+        while not turn.stop_requested:
+            try:
+                item = events.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+            if item is _DONE:
+                return
+            yield item
+
+    def _work(self, turn: Turn, thread_id: str, message: str, options: dict[str, Any],
+              events: queue.SimpleQueue[Any]) -> None:
+        try:
+            with self.locks.hold(thread_id):
+                turn.in_memory = self._run(turn, thread_id, message, options, events)
+        except Exception as exc:  # noqa: BLE001 - shown as one friendly line, never a traceback
+            log.exception("chat turn failed")
+            events.put(failed_result(turn, thread_id, classify(exc)))
+        finally:
+            events.put(_DONE)
+
+    def _run(self, turn: Turn, thread_id: str, message: str, options: dict[str, Any],
+             events: queue.SimpleQueue[Any]) -> bool:
+        """Run the turn under the thread's lock; return whether memory keeps it."""
+        from treadwise.agent import TurnFinished
+
+        agent = self.agent.get()
+        before = len(agent.history(thread_id))
+        result = None
+        stream = agent.stream(message, thread_id=thread_id, **options)
+        try:
+            for event in stream:
+                if turn.stop_requested:
+                    break
+                events.put(event)
+                if isinstance(event, TurnFinished):
+                    result = event.result
+        finally:
+            stream.close()
+        stored = len(agent.history(thread_id)) > before
+        if stored and (result is None or result.error is not None):
+            agent.undo(thread_id)
+            return False
+        return stored
+
+    def undo(self, turn: Turn, thread_id: str) -> None:
+        """Take a finished turn out of memory, if memory holds it."""
+        with self.locks.hold(thread_id):
+            if turn.in_memory:
+                self.agent.get().undo(thread_id)
+                turn.in_memory = False
+
+
+def failed_result(turn: Turn, thread_id: str, error: FriendlyError) -> Any:
+    from treadwise.agent import TurnFinished, TurnResult
+
+    result: TurnResult = TurnResult(answer="", persona=turn.persona, model=turn.model,
+                                    temperature=turn.temperature, thread_id=thread_id,
+                                    error=error)
+    return TurnFinished(result)
