@@ -10,6 +10,7 @@ from typing import Any
 from treadwise.errors import ModelConfigError
 from treadwise.settings import Settings
 
+OFFLINE_LABEL = "offline (rule-based, not an LLM)"
 Provider = Callable[[str, float, Settings, Mapping[str, str], int | None], Any]
 PROVIDERS: dict[str, Provider] = {}
 
@@ -62,8 +63,6 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def display_name(spec: str) -> str:
     provider_name, model = parse_spec(spec)
     if provider_name == "offline":
-        from treadwise.offline import OFFLINE_LABEL
-
         return OFFLINE_LABEL
     return f"{provider_name}:{model}"
 

@@ -26,7 +26,6 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from treadwise.intents import PREVIOUS, Call, Lookups, Plan, plan_turn
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona, load_personas
 
-OFFLINE_LABEL = "offline (rule-based, not an LLM)"
 MATH_INTENTS = {"arithmetic", "integral", "derivative", "equation", "analysis", "plot"}
 VALUE_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,9 +31,12 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
 
     from treadwise.web.chat import ChatTab
     from treadwise.web.experiments_tab import ExperimentsTab
+    from treadwise.web.files import cache_dir
 
     if settings is None:
         settings = agent.settings if agent is not None else Settings.from_env()
+    # Gradio reads its cache folder from the environment when components are built.
+    os.environ["GRADIO_TEMP_DIR"] = str(cache_dir(settings))
     holder = agent if isinstance(agent, LazyAgent) else LazyAgent(settings, agent)
     with gr.Blocks(title="TreadWise assistant", analytics_enabled=False,
                    delete_cache=CACHE_CLEANUP) as demo:

@@ -13,10 +13,24 @@ REPO = Path(__file__).resolve().parents[2]
 log = logging.getLogger(__name__)
 
 
+CACHE_DIR_NAME = "web-cache"
+DATA_ENTRIES = ("plots", *(f"{db}{suffix}" for db in ("leads.db", "memory.db")
+                           for suffix in ("", "-wal", "-shm", "-journal")))
+
+
+def cache_dir(settings: Settings) -> Path:
+    """Where Gradio keeps the copies it serves: inside the data dir, never the system temp."""
+    return settings.data_dir.resolve() / CACHE_DIR_NAME
+
+
 def blocked_paths(settings: Settings) -> list[str]:
-    """The data dir (databases, memory, plots) and every .env the process could see."""
+    """Everything in the data dir but the served cache (databases, memory, plots), and every
+    .env the process could see. Gradio serves only its cache anyway; this is the second lock."""
+    data = settings.data_dir.resolve()
+    present = {p.name for p in data.iterdir()} if data.is_dir() else set()
+    entries = sorted((set(DATA_ENTRIES) | present) - {CACHE_DIR_NAME})
     env_files = {Path.cwd() / ".env", REPO / ".env"}
-    return [str(settings.data_dir.resolve()), *sorted(str(p.resolve()) for p in env_files)]
+    return [*(str(data / name) for name in entries), *sorted(str(p.resolve()) for p in env_files)]
 
 
 def save_to_cache(data: bytes, name: str, cache_dir: str) -> str:

@@ -1,0 +1,104 @@
+"""Helpers for the web tests: free ports, the app served in-process, scripted models by spec."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from treadwise.settings import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def use_scripted(monkeypatch: pytest.MonkeyPatch, **models: Any) -> None:
+    """Make the spec "scripted:NAME" answer with models[NAME] (a ScriptedModel)."""
+    from treadwise import models as registry
+
+    def build(model: str, temperature: float, settings: Settings, env: Any, seed: Any) -> Any:
+        return models[model]
+
+    monkeypatch.setitem(registry.PROVIDERS, "scripted", build)
+
+
+@contextmanager
+def serve_in_process(settings: Settings | None = None, agent: Any = None,
+                     results_dir: Path | None = None, **launch: Any) -> Iterator[str]:
+    """The real app with its launch options, on a free port; yields its base URL."""
+    from treadwise.web.app import create_app, launch_kwargs
+
+    settings = dataclasses.replace(settings or Settings.from_env(), port=free_port())
+    demo = create_app(settings, agent, results_dir=results_dir)
+    demo.launch(**{**launch_kwargs(settings), "quiet": True,
+                   "prevent_thread_lock": True, **launch})
+    try:
+        yield f"http://127.0.0.1:{settings.port}/"
+    finally:
+        demo.close()
+
+
+@contextmanager
+def serve_subprocess(data_dir: Path, cwd: Path = REPO, env: dict[str, str] | None = None,
+                     timeout_s: float = 120) -> Iterator[str]:
+    """`python app.py` as a user starts it; yields its base URL once it answers 200."""
+    import os
+
+    port = free_port()
+    environment = {**os.environ, "TREADWISE_PORT": str(port),
+                   "TREADWISE_DATA_DIR": str(data_dir), **(env or {})}
+    process = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=cwd,
+                               env=environment, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_for_200(url, process, timeout_s)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_for_200(url: str, process: subprocess.Popen[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            raise AssertionError(f"app.py exited with {process.returncode}:\n{output}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"app.py did not answer 200 at {url} within {timeout_s} s")
+
+
+def chat_text(messages: list[dict[str, Any]], role: str = "assistant") -> str:
+    """All text the chatbot shows for one role, in order."""
+    parts = []
+    for message in messages:
+        if message["role"] != role:
+            continue
+        for item in message["content"]:
+            if item.get("type") == "text":
+                parts.append(item["text"])
+    return "\n".join(parts)
