@@ -43,7 +43,7 @@ def test_launch_options_are_safe_by_default(monkeypatch: pytest.MonkeyPatch):
     assert options["enable_monitoring"] is False
     assert options["max_file_size"]
     blocked = options["blocked_paths"]
-    for name in ("leads.db", "leads.db-wal", "memory.db", "plots"):
+    for name in ("leads.db", "memory.db", "plots"):
         assert str(settings.data_dir.resolve() / name) in blocked
     assert not any(p.endswith("web-cache") for p in blocked)
     assert str(Path.cwd() / ".env") in options["blocked_paths"]

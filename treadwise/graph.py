@@ -109,7 +109,13 @@ class _Binder:
 
 
 def _clean(response: AIMessage, final: bool) -> AIMessage:
-    """Drop tool calls from the capped call; give malformed calls ids so errors can answer them."""
+    """Drop tool calls from the capped call; give malformed calls ids so errors can answer them.
+
+    Model text is untrusted: secrets it repeats are redacted before memory or anyone sees them.
+    """
+    if isinstance(response.content, str) and (safe := redact(response.content)) != \
+            response.content:
+        response = response.model_copy(update={"content": safe})
     if final and (response.tool_calls or response.invalid_tool_calls):
         return AIMessage(content=response.content, id=response.id,
                          usage_metadata=response.usage_metadata,

@@ -26,7 +26,7 @@ EXAMPLES = [
     ("Service", "Do you offer mobile tire installation in Austin?"),
     ("Lead", "I'm Ana Silva and I'd like a fleet quote. Please contact me at ana@example.com"),
 ]
-STREAM_INTERVAL_S = 0.05
+STREAM_INTERVAL_S = 0.15
 BUSY_WARNING = "A reply is still being written: press Stop first, or wait for it to finish."
 Outputs = tuple[Any, Any, Any, Any, Any]
 
@@ -170,14 +170,17 @@ class ChatTab:
                     spec=spec, model=model_label(spec), temperature=float(temperature or 0.0))
         session.turns.append(turn)
         yield self._view(session, message="" if clear_input else None)
-        shown = 0.0
+        shown = time.monotonic()
         # treadwise.agent pulls in LangGraph: imported when a turn runs, not when the page builds.
-        from treadwise.agent import TextDelta
+        from treadwise.agent import TurnFinished
 
         for event in self.runner.stream(turn, session.thread_id, message, persona=persona,
                                         model=spec, temperature=turn.temperature):
             self._apply(turn, event)
-            if not isinstance(event, TextDelta) or time.monotonic() - shown >= STREAM_INTERVAL_S:
+            # Every update re-sends the whole conversation, so bursts of events (fast tools,
+            # streamed words) are shown together; the final view below always follows.
+            if not isinstance(event, TurnFinished) and \
+                    time.monotonic() - shown >= STREAM_INTERVAL_S:
                 shown = time.monotonic()
                 yield self._view(session)
         if turn.running:

@@ -14,8 +14,9 @@ log = logging.getLogger(__name__)
 
 
 CACHE_DIR_NAME = "web-cache"
-DATA_ENTRIES = ("plots", *(f"{db}{suffix}" for db in ("leads.db", "memory.db")
-                           for suffix in ("", "-wal", "-shm", "-journal")))
+# Gradio serves only its own cache, so this list is the second lock, kept short on purpose:
+# every file in every chat update is checked against each entry.
+DATA_ENTRIES = ("leads.db", "memory.db", "plots")
 
 
 def cache_dir(settings: Settings) -> Path:
@@ -27,10 +28,8 @@ def blocked_paths(settings: Settings) -> list[str]:
     """Everything in the data dir but the served cache (databases, memory, plots), and every
     .env the process could see. Gradio serves only its cache anyway; this is the second lock."""
     data = settings.data_dir.resolve()
-    present = {p.name for p in data.iterdir()} if data.is_dir() else set()
-    entries = sorted((set(DATA_ENTRIES) | present) - {CACHE_DIR_NAME})
-    env_files = {Path.cwd() / ".env", REPO / ".env"}
-    return [*(str(data / name) for name in entries), *sorted(str(p.resolve()) for p in env_files)]
+    env_files = {(Path.cwd() / ".env").resolve(), (REPO / ".env").resolve()}
+    return [*(str(data / name) for name in DATA_ENTRIES), *sorted(map(str, env_files))]
 
 
 def save_to_cache(data: bytes, name: str, cache_dir: str) -> str:

@@ -1,0 +1,109 @@
+"""Soak: 8 concurrent browser sessions x 50 offline turns against the real `python app.py`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from gradio_client import Client
+
+from tests.webapp import REPO, free_port, wait_for_200
+from treadwise.store import Store
+
+SESSIONS = 8
+TURNS = 50
+WARM_UP = 5
+
+
+def message(session: int, turn: int) -> str:
+    kind = turn % 4
+    if kind == 0:
+        return f"Add {turn} and {session}, then give me the square of the result"
+    if kind == 1:
+        return f"Calculate the integral of x^2 from 0 to {turn % 5 + 1}"
+    if kind == 2:
+        return f"Please contact me at soak{session}-{turn}@example.com about fleet pricing"
+    return "What are your opening hours?"
+
+
+def check(turn: dict, text: str, session: int, number: int) -> None:
+    assert turn["status"] == "done" and turn["error"] is None, turn
+    assert turn["answer"].strip()
+    assert not any(step["error"] for step in turn["tool_calls"]), turn["tool_calls"]
+    if number % 4 == 0:
+        assert str((number + session) ** 2) in turn["answer"]
+    if number % 4 == 1:
+        assert {s["name"] for s in turn["tool_calls"]} == {"integrate", "plot_area"}
+        assert turn["tool_calls"][1]["plots"] or turn["tool_calls"][0]["plots"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_eight_sessions_fifty_turns_each(data_dir: Path):
+    port = free_port()
+    env = {**os.environ, "TREADWISE_PORT": str(port), "TREADWISE_DATA_DIR": str(data_dir)}
+    app = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=REPO, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    memory: dict[str, int] = {}
+    failures: list[str] = []
+
+    def measure() -> None:
+        process = psutil.Process(app.pid)
+        memory["warm"] = process.memory_info().rss
+        memory["warm_children"] = sum(c.memory_info().rss for c in process.children(True))
+
+    warmed = threading.Barrier(SESSIONS, action=measure)
+
+    def session(number: int) -> None:
+        # Files stay on the server: the export is fetched over HTTP, as a browser would.
+        client = Client(url, verbose=False, download_files=False)
+        try:
+            for turn in range(TURNS):
+                outputs = client.predict(message(number, turn), "friendly", "offline", "",
+                                         0.0, api_name="/send")
+                exported = httpx.get(outputs[-1]["value"]["url"], timeout=60).json()
+                check(exported["turns"][-1], message(number, turn), number, turn)
+                if turn == WARM_UP - 1:
+                    warmed.wait(timeout=600)
+        except Exception as exc:  # noqa: BLE001 - collected and reported by the main thread
+            failures.append(f"session {number}: {type(exc).__name__}: {exc}"[:500])
+            warmed.abort()
+
+    try:
+        wait_for_200(url, app, 120)
+        threads = [threading.Thread(target=session, args=(n,)) for n in range(SESSIONS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=1200)
+        assert not failures, failures
+        process = psutil.Process(app.pid)
+        end = process.memory_info().rss
+        children = sum(c.memory_info().rss for c in process.children(True))
+    finally:
+        app.terminate()
+        try:
+            app.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            app.kill()
+    leads = Counter(lead["email"] for lead in Store(data_dir).leads())
+    expected = {f"soak{s}-{t}@example.com" for s in range(SESSIONS) for t in range(TURNS)
+                if t % 4 == 2}
+    assert set(leads) == expected and set(leads.values()) == {1}
+    ratio = end / memory["warm"]
+    report = (f"soak: app RSS {memory['warm'] / 2**20:.0f} MB after warm-up -> "
+              f"{end / 2**20:.0f} MB after {SESSIONS * TURNS} turns (ratio {ratio:.2f}); "
+              f"math workers {memory['warm_children'] / 2**20:.0f} -> {children / 2**20:.0f} MB")
+    out = REPO / "test-output"
+    out.mkdir(exist_ok=True)
+    (out / "soak.txt").write_text(report + "\n")
+    print(report)
+    assert ratio <= 1.2, report
