@@ -63,8 +63,10 @@ def test_eight_sessions_fifty_turns_each(data_dir: Path):
     warmed = threading.Barrier(SESSIONS, action=measure)
 
     def session(number: int) -> None:
-        # Files stay on the server: the export is fetched over HTTP, as a browser would.
-        client = Client(url, verbose=False, download_files=False)
+        # Files stay on the server: the export is fetched over HTTP, as a browser would. The app
+        # is plain HTTP on loopback; without ssl_verify=False gradio_client loads the CA bundle
+        # for every request, which costs more CPU than the app's turns.
+        client = Client(url, verbose=False, download_files=False, ssl_verify=False)
         try:
             for turn in range(TURNS):
                 outputs = client.predict(message(number, turn), "friendly", "offline", "",
