@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -14,6 +13,10 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.webapp import free_port  # noqa: E402
+
 ROUNDS = 5
 TIMEOUT_S = 180
 MINIMAL_APP = '''
@@ -28,12 +31,6 @@ def echo(message, history):
 
 gr.ChatInterface(echo).launch(server_name="127.0.0.1", server_port=int(os.environ["PORT"]))
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def seconds_to_200(script: Path, cwd: Path, env: dict[str, str]) -> float:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import psutil
 from gradio_client import Client
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.webapp import serve_subprocess  # noqa: E402
+
 TURNS = 100
 SESSIONS = 10
 # The first turn takes the heaviest path (calculus and a plot), so what is measured after it
@@ -29,26 +28,6 @@ MESSAGES = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_200(url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"app.py exited with {process.returncode}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("app.py gave no 200 in time")
-
-
 def rss_mb(process: psutil.Process) -> tuple[float, float]:
     """(the app process alone, its child processes together), in MB."""
     children = sum(c.memory_info().rss for c in process.children(recursive=True))
@@ -61,25 +40,17 @@ def turn(client: Client, number: int) -> None:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="treadwise-bench-") as tmp:
-        port = free_port()
-        env = {**os.environ, "TREADWISE_PORT": str(port), "TREADWISE_DATA_DIR": f"{tmp}/data",
-               "GRADIO_ANALYTICS_ENABLED": "False"}
-        process = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=REPO, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            url = f"http://127.0.0.1:{port}/"
-            wait_for_200(url, process)
-            app = psutil.Process(process.pid)
-            clients = [Client(url, verbose=False) for _ in range(SESSIONS)]
-            turn(clients[0], 0)
-            first, first_children = rss_mb(app)
-            for number in range(1, TURNS):
-                turn(clients[number % SESSIONS], number)
-            last, last_children = rss_mb(app)
-        finally:
-            process.terminate()
-            process.wait(timeout=20)
+    with tempfile.TemporaryDirectory(prefix="treadwise-bench-") as tmp, \
+            serve_subprocess(Path(tmp) / "data", env={"GRADIO_ANALYTICS_ENABLED": "False"},
+                             timeout_s=180) as running:
+        app = psutil.Process(running.process.pid)
+        clients = [Client(running.url, verbose=False, download_files=False, ssl_verify=False)
+                   for _ in range(SESSIONS)]
+        turn(clients[0], 0)
+        first, first_children = rss_mb(app)
+        for number in range(1, TURNS):
+            turn(clients[number % SESSIONS], number)
+        last, last_children = rss_mb(app)
     print(f"app process RSS (children excluded): {first:.0f} MB after 1 turn, "
           f"{last:.0f} MB after {TURNS} turns in {SESSIONS} sessions")
     print(f"child processes (math workers) RSS: {first_children:.0f} MB after 1 turn, "

@@ -12,9 +12,8 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from experiments.scenarios import DEFAULT_SCENARIOS, Scenario, ScenarioError, load_scenarios
+from treadwise.datafiles import read_yaml_mapping
 
 GRIDS_DIR = Path(__file__).resolve().parent / "grids"
 DEFAULT_GRID = GRIDS_DIR / "default.yaml"
@@ -342,14 +341,7 @@ def load_grid(path: Path, *, scenarios_file: Path | None = None,
     copies saved in its folder).
     """
     path = Path(path).resolve()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise GridError(f"{path}: cannot read the grid file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise GridError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise GridError(f"{path}: expected a mapping of grid fields")
+    data = read_yaml_mapping(path, GridError, "grid file")
     unknown = sorted(set(data) - FIELDS)
     if unknown:
         raise GridError(f"{path}: unknown field(s) {', '.join(unknown)}; known: "

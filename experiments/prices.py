@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from treadwise.datafiles import read_yaml_mapping
 
 DEFAULT_PRICES = Path(__file__).resolve().parent / "prices.yaml"
 PER_TOKENS = 1_000_000
@@ -42,10 +42,7 @@ class Prices:
 def load_prices(path: Path | None = None) -> Prices:
     """Read a price file (the packaged one by default); PriceError names what is wrong."""
     path = Path(path or DEFAULT_PRICES)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise PriceError(f"{path}: cannot read the price file ({exc})") from None
+    data = read_yaml_mapping(path, PriceError, "price file")
     table: dict[str, tuple[float, float]] = {}
     for spec, row in (data.get("models") or {}).items():
         try:

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from experiments.checks import CheckError, check_ids, validate
+from treadwise.datafiles import read_yaml_mapping
 
 DEFAULT_SCENARIOS = Path(__file__).resolve().parent / "scenarios" / "default.yaml"
 ID_RE = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")
@@ -76,13 +75,8 @@ def _scenario(raw: Any, where: str) -> Scenario:
 def load_scenarios(path: Path = DEFAULT_SCENARIOS) -> list[Scenario]:
     """Every scenario of a file, validated; ScenarioError names the file and the field."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read the scenario file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("scenarios"), list):
+    data = read_yaml_mapping(path, ScenarioError, "scenario file")
+    if not isinstance(data.get("scenarios"), list):
         raise ScenarioError(f"{path}: expected a top-level 'scenarios:' list")
     unknown = sorted(set(data) - {"scenarios", "description"})
     if unknown:

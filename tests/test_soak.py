@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -14,7 +11,7 @@ import psutil
 import pytest
 from gradio_client import Client
 
-from tests.webapp import REPO, free_port, wait_for_200
+from tests.webapp import REPO, serve_subprocess
 from treadwise.store import Store
 
 SESSIONS = 8
@@ -47,55 +44,42 @@ def check(turn: dict, text: str, session: int, number: int) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_eight_sessions_fifty_turns_each(data_dir: Path):
-    port = free_port()
-    env = {**os.environ, "TREADWISE_PORT": str(port), "TREADWISE_DATA_DIR": str(data_dir)}
-    app = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=REPO, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/"
     memory: dict[str, int] = {}
     failures: list[str] = []
+    with serve_subprocess(data_dir) as app:
+        process = psutil.Process(app.process.pid)
 
-    def measure() -> None:
-        process = psutil.Process(app.pid)
-        memory["warm"] = process.memory_info().rss
-        memory["warm_children"] = sum(c.memory_info().rss for c in process.children(True))
+        def measure() -> None:
+            memory["warm"] = process.memory_info().rss
+            memory["warm_children"] = sum(c.memory_info().rss for c in process.children(True))
 
-    warmed = threading.Barrier(SESSIONS, action=measure)
+        warmed = threading.Barrier(SESSIONS, action=measure)
 
-    def session(number: int) -> None:
-        # Files stay on the server: the export is fetched over HTTP, as a browser would. The app
-        # is plain HTTP on loopback; without ssl_verify=False gradio_client loads the CA bundle
-        # for every request, which costs more CPU than the app's turns.
-        client = Client(url, verbose=False, download_files=False, ssl_verify=False)
-        try:
-            for turn in range(TURNS):
-                outputs = client.predict(message(number, turn), "friendly", "offline", "",
-                                         0.0, api_name="/send")
-                exported = httpx.get(outputs[-1]["value"]["url"], timeout=60).json()
-                check(exported["turns"][-1], message(number, turn), number, turn)
-                if turn == WARM_UP - 1:
-                    warmed.wait(timeout=600)
-        except Exception as exc:  # noqa: BLE001 - collected and reported by the main thread
-            failures.append(f"session {number}: {type(exc).__name__}: {exc}"[:500])
-            warmed.abort()
+        def session(number: int) -> None:
+            # Files stay on the server: the export is fetched over HTTP, as a browser would.
+            # The app is plain HTTP on loopback; without ssl_verify=False gradio_client loads
+            # the CA bundle for every request, which costs more CPU than the app's turns.
+            client = Client(app.url, verbose=False, download_files=False, ssl_verify=False)
+            try:
+                for turn in range(TURNS):
+                    outputs = client.predict(message(number, turn), "friendly", "offline", "",
+                                             0.0, api_name="/send")
+                    exported = httpx.get(outputs[-1]["value"]["url"], timeout=60).json()
+                    check(exported["turns"][-1], message(number, turn), number, turn)
+                    if turn == WARM_UP - 1:
+                        warmed.wait(timeout=600)
+            except Exception as exc:  # noqa: BLE001 - collected and reported below
+                failures.append(f"session {number}: {type(exc).__name__}: {exc}"[:500])
+                warmed.abort()
 
-    try:
-        wait_for_200(url, app, 120)
         threads = [threading.Thread(target=session, args=(n,)) for n in range(SESSIONS)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(timeout=1200)
         assert not failures, failures
-        process = psutil.Process(app.pid)
         end = process.memory_info().rss
         children = sum(c.memory_info().rss for c in process.children(True))
-    finally:
-        app.terminate()
-        try:
-            app.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            app.kill()
     leads = Counter(lead["email"] for lead in Store(data_dir).leads())
     expected = {f"soak{s}-{t}@example.com" for s in range(SESSIONS) for t in range(TURNS)
                 if t % 4 == 2}

@@ -62,7 +62,8 @@ def send(page, message: str) -> str:
 
 def test_chat_with_personas_tool_steps_and_an_inline_plot(page, tmp_path: Path):
     OUTPUT.mkdir(exist_ok=True)
-    with serve_subprocess(tmp_path / "data") as url:
+    with serve_subprocess(tmp_path / "data") as app:
+        url = app.url
         page.goto(url)
         page.get_by_label("Technical Expert").check()
         answer = send(page, "Calculate the integral of x\u00b2 from 0 to 3")

@@ -52,26 +52,39 @@ def serve_in_process(settings: Settings | None = None, agent: Any = None,
         demo.close()
 
 
+@dataclasses.dataclass
+class RunningApp:
+    url: str
+    process: subprocess.Popen
+    log: Path
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
 @contextmanager
 def serve_subprocess(data_dir: Path, cwd: Path = REPO, env: dict[str, str] | None = None,
-                     timeout_s: float = 120) -> Iterator[str]:
-    """`python app.py` as a user starts it; yields its base URL once it answers 200."""
+                     timeout_s: float = 120) -> Iterator[RunningApp]:
+    """`python app.py` as a user starts it, once it answers 200; its output goes to a log file
+    beside the data dir (a pipe nobody reads could fill and stall the app)."""
     import os
 
     port = free_port()
     environment = {**os.environ, "TREADWISE_PORT": str(port),
                    "TREADWISE_DATA_DIR": str(data_dir), **(env or {})}
-    process = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=cwd,
-                               env=environment, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}/"
+    log = data_dir.parent / f"app-{port}.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=cwd,
+                                   env=environment, stdout=output, stderr=subprocess.STDOUT,
+                                   text=True)
+    app = RunningApp(f"http://127.0.0.1:{port}/", process, log)
     try:
-        wait_for_200(url, process, timeout_s)
-        yield url
+        wait_for_200(app.url, process, timeout_s)
+        yield app
     finally:
         process.terminate()
         try:
-            process.wait(timeout=15)
+            process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
@@ -81,8 +94,7 @@ def wait_for_200(url: str, process: subprocess.Popen[str], timeout_s: float) -> 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            output = process.stdout.read() if process.stdout else ""
-            raise AssertionError(f"app.py exited with {process.returncode}:\n{output}")
+            raise AssertionError(f"app.py exited with {process.returncode}")
         try:
             if httpx.get(url, timeout=2).status_code == 200:
                 return

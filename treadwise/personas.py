@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from treadwise.datafiles import read_yaml_mapping
 
 PACKAGED_DIR = Path(__file__).with_name("personas")
 DEFAULT_PERSONA = "friendly"
@@ -33,7 +33,7 @@ class Persona:
 
 
 def _read(path: Path) -> Persona:
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_yaml_mapping(path, ValueError, "persona file")
     missing = [k for k in ("name", "description", "style") if not data.get(k)]
     if missing:
         raise ValueError(f"persona file {path} is missing {', '.join(missing)}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from treadwise.datafiles import read_yaml_mapping
 
 PROFILE_DIR = Path(__file__).resolve().parent
 BUSINESS_PROFILE_PATH = PROFILE_DIR / "business.yaml"
@@ -171,15 +171,7 @@ class Coverage:
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ProfileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{path} is not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ProfileError(f"{path} must hold a mapping at the top level")
-    return data
+    return read_yaml_mapping(path, ProfileError, "profile file")
 
 
 def _strings(value: object, where: str) -> tuple[str, ...]:
