@@ -222,7 +222,7 @@ class Agent:
                                                                             dict) else {})
                         steps.append(step)
                         yield ToolStarted(step)
-                elif node == "tools" and isinstance(msg, ToolMessage):
+                elif isinstance(msg, ToolMessage):
                     step = _open_step(steps, msg)
                     self._fill(step, msg)
                     yield ToolFinished(step)

@@ -45,7 +45,13 @@ def format_tool_error(error: Exception) -> str:
     return f"Error: {type(error).__name__}: {redact(str(error))[:300]}"
 
 
-def _timed(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+def _guarded(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
+    """Runs one tool call unless a policy refuses it, and records how long it took."""
+    call = request.tool_call
+    refusal = policy.refusal(call, (request.state or {}).get("messages", []))
+    if refusal:
+        return ToolMessage(refusal, tool_call_id=call["id"] or "", name=call["name"],
+                           status="error")
     started = time.perf_counter()
     result = execute(request)
     if isinstance(result, ToolMessage):
@@ -126,6 +132,20 @@ def _clean(response: AIMessage, final: bool) -> AIMessage:
     return response
 
 
+def _unreadable(calls: Sequence[Any]) -> list[ToolMessage]:
+    """Error results for malformed tool calls, so the model reads what went wrong."""
+    return [ToolMessage(
+        content=(f"Error: the call to {bad.get('name') or 'a tool'} could not be read: "
+                 f"{bad.get('error') or 'its arguments are not valid JSON'}. Call the tool "
+                 "again with a JSON object of arguments, or answer without it."),
+        tool_call_id=bad["id"], name=bad.get("name") or "unknown", status="error")
+        for bad in calls]
+
+
+def _last_ai(messages: Sequence[AnyMessage]) -> AIMessage | None:
+    return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+
+
 def build_graph(tools: Sequence[BaseTool], *,
                 checkpointer: BaseCheckpointSaver | None = None,
                 system_prompt: Callable[[Persona], str] | None = None,
@@ -135,7 +155,8 @@ def build_graph(tools: Sequence[BaseTool], *,
 
     prompt_for = system_prompt or build_system_prompt
     binder = _Binder(tools)
-    tool_node = ToolNode(list(tools), handle_tool_errors=format_tool_error, wrap_tool_call=_timed)
+    tool_node = ToolNode(list(tools), handle_tool_errors=format_tool_error,
+                         wrap_tool_call=_guarded)
 
     def reason(state: AgentState, config: RunnableConfig,
                runtime: Runtime[TurnContext]) -> dict[str, Any]:
@@ -158,34 +179,22 @@ def build_graph(tools: Sequence[BaseTool], *,
             prompt = [*prompt, HumanMessage(EMPTY_REPLY_NUDGE)]
         response.response_metadata = {**response.response_metadata, "llm_calls": calls,
                                        "stopped_by_cap": final}
-        return {"messages": [response], "iterations": calls}
+        return {"messages": [response, *_unreadable(response.invalid_tool_calls)],
+                "iterations": calls}
 
-    def act(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        last = state["messages"][-1]
-        allowed, replies = policy.screen(last.tool_calls, state["messages"])
-        if allowed:
-            output = tool_node.invoke([{**c, "type": "tool_call"} for c in allowed], config)
-            replies.extend(output["messages"] if isinstance(output, dict) else output)
-        for bad in last.invalid_tool_calls:
-            replies.append(ToolMessage(
-                content=(f"Error: the call to {bad.get('name') or 'a tool'} could not be read: "
-                         f"{bad.get('error') or 'its arguments are not valid JSON'}. Call the "
-                         "tool again with a JSON object of arguments, or answer without it."),
-                tool_call_id=bad["id"], name=bad.get("name") or "unknown", status="error"))
-        order = {c["id"]: i for i, c in enumerate([*last.tool_calls, *last.invalid_tool_calls])}
-        replies.sort(key=lambda m: order.get(m.tool_call_id, len(order)))
-        return {"messages": replies}
-
-    def route(state: AgentState) -> Literal["tools", "__end__"]:
-        last = state["messages"][-1] if state["messages"] else None
-        if isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls):
+    def route(state: AgentState) -> Literal["tools", "reason", "__end__"]:
+        """Run the tool calls; after calls that could not even be read, think again."""
+        last = _last_ai(state["messages"])
+        if last is None:
+            return END
+        if last.tool_calls:
             return "tools"
-        return END
+        return "reason" if last.invalid_tool_calls else END
 
     graph = StateGraph(AgentState, context_schema=TurnContext)
     graph.add_node("reason", reason)
-    graph.add_node("tools", act)
+    graph.add_node("tools", tool_node)
     graph.add_edge(START, "reason")
-    graph.add_conditional_edges("reason", route, ["tools", END])
+    graph.add_conditional_edges("reason", route, ["tools", "reason", END])
     graph.add_edge("tools", "reason")
     return graph.compile(checkpointer=checkpointer)
