@@ -160,3 +160,22 @@ def test_rate_limited_with_a_long_retry_after_fails_fast_and_says_busy(agent, op
     assert result.error.type == "rate_limited"
     assert "busy" in result.error.message and "10 minutes" in result.error.message
     assert len(openai_server.requests) == 1 and elapsed < 5
+
+
+def test_the_environment_proxy_is_honoured_for_real_endpoints(monkeypatch):
+    from treadwise.models import _proxy_for
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("https_proxy", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    monkeypatch.setenv("no_proxy", "localhost,127.0.0.1")
+    assert _proxy_for("https://api.openai.com/v1") == "http://proxy.example:3128"
+    assert _proxy_for("http://127.0.0.1:8000/v1") is None
+
+
+def test_a_forgotten_real_call_fails_fast_through_the_dead_test_proxy(agent, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-would-be-real-key")
+    started = time.perf_counter()
+    result = agent.run("hello", model="openai:gpt-4o-mini")
+    assert result.error is not None and result.error.type == "connection"
+    assert time.perf_counter() - started < 30

@@ -99,14 +99,30 @@ def _tls_context() -> Any:
     return httpx.create_ssl_context()
 
 
-def _transports(settings: Settings) -> tuple[Any, Any]:
+def _proxy_for(url: str) -> str | None:
+    """The proxy the environment (HTTPS_PROXY, NO_PROXY, ...) names for this endpoint."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
+def _transports(settings: Settings, endpoint: str) -> tuple[Any, Any]:
+    """Retrying transports; a custom transport turns off httpx's own proxy lookup, so the
+    environment's proxy for this endpoint is applied here."""
     import httpx
 
     from treadwise.retries import AsyncRetryTransport, RetryTransport
 
     options = {"max_retries": settings.max_retries, "max_wait_s": settings.max_retry_wait_s}
-    return (RetryTransport(httpx.HTTPTransport(verify=_tls_context()), **options),
-            AsyncRetryTransport(httpx.AsyncHTTPTransport(verify=_tls_context()), **options))
+    proxy = _proxy_for(endpoint)
+    return (RetryTransport(httpx.HTTPTransport(verify=_tls_context(), proxy=proxy), **options),
+            AsyncRetryTransport(httpx.AsyncHTTPTransport(verify=_tls_context(), proxy=proxy),
+                                **options))
 
 
 def _missing_package(provider_name: str) -> ModelConfigError:
@@ -133,11 +149,13 @@ def _openai(model: str, temperature: float, settings: Settings, env: Mapping[str
         from langchain_openai import ChatOpenAI
     except ImportError:
         raise _missing_package("openai") from None
-    sync_transport, async_transport = _transports(settings)
+    sync_transport, async_transport = _transports(settings,
+                                                  base_url or "https://api.openai.com/v1")
     timeout = httpx.Timeout(settings.timeout_s, connect=min(10.0, settings.timeout_s))
     return ChatOpenAI(
         model=model, temperature=temperature, api_key=key, base_url=base_url,
         timeout=settings.timeout_s, max_retries=0, seed=seed, stream_usage=True,
+        http_socket_options=(),  # our own clients below; nothing for langchain-openai to tune
         http_client=httpx.Client(transport=sync_transport, timeout=timeout),
         http_async_client=httpx.AsyncClient(transport=async_transport, timeout=timeout),
         rate_limiter=_rate_limiter("openai", settings),
@@ -152,8 +170,9 @@ def _gemini(model: str, temperature: float, settings: Settings, env: Mapping[str
         from langchain_google_genai import ChatGoogleGenerativeAI
     except ImportError:
         raise _missing_package("google_genai") from None
-    sync_transport, _ = _transports(settings)
     base_url = env.get("TREADWISE_GEMINI_BASE_URL", "").strip() or None
+    sync_transport, _ = _transports(settings,
+                                    base_url or "https://generativelanguage.googleapis.com")
     return ChatGoogleGenerativeAI(
         model=model, temperature=temperature, google_api_key=key, base_url=base_url,
         timeout=settings.timeout_s, max_retries=1, client_args={"transport": sync_transport},
