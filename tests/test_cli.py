@@ -115,3 +115,17 @@ def test_personas_and_models_are_listed():
     assert "Friendly Advisor" in personas and "Cautious Helper" in personas
     models = cli("models").stdout
     assert "rule-based" in models and "openai" not in models
+
+
+def test_a_fourth_persona_is_one_file(tmp_path):
+    extra = tmp_path / "personas"
+    extra.mkdir()
+    (extra / "coach.yaml").write_text(
+        "key: coach\nname: Road Coach\ndescription: Upbeat driving coach.\n"
+        "style: You coach drivers with short, energetic tips.\n"
+        "voice:\n  opener: ['Coach here, listen up!']\n  closer: ['Drive safe, champ!']\n")
+    env = {"TREADWISE_PERSONAS_DIR": str(extra)}
+    assert "Road Coach" in cli("personas", env=env).stdout
+    data = chat_json("--persona", "coach", "What are your opening hours?", env=env)
+    assert data["answer"].startswith("Coach here, listen up!")
+    assert data["answer"].endswith("Drive safe, champ!")
