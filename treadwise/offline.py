@@ -231,7 +231,9 @@ class Voice:
             if plan.intent == "lead":
                 parts.append(self.pick("lead_note"))
             parts.append(self.pick("closer"))
-        return " ".join(p for p in parts if p)
+        parts = [p for p in parts if p]
+        # Lists from the tools read as lists; the persona's closing line gets its own paragraph.
+        return "\n\n".join(parts) if any("\n" in p for p in parts) else " ".join(parts)
 
     def _math_body(self, plan: Plan, texts: list[str], results: list[ToolMessage]) -> str:
         lines = [t for t, m in zip(texts, results, strict=True) if m.name != "plot_area"]
