@@ -27,10 +27,27 @@ class FriendlyError:
         return {"type": self.type, "message": self.message}
 
 
+ALWAYS_SECRET = ("OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY",
+                 "TREADWISE_AUTH")
+_secret_names: tuple[int, tuple[str, ...]] = (-1, ())
+
+
+def _secret_variables() -> tuple[str, ...]:
+    """Names of secret-looking variables; rescanned whenever a variable comes or goes (this
+    runs on every model reply, and decoding the whole environment each time is not free)."""
+    global _secret_names
+    size = len(os.environ)
+    if _secret_names[0] != size:
+        found = {name for name in os.environ if SECRET_ENV_RE.search(name)}
+        _secret_names = (size, tuple(sorted(found | set(ALWAYS_SECRET))))
+    return _secret_names[1]
+
+
 def redact(text: str) -> str:
     """Remove every secret the environment holds, and anything shaped like an API key."""
-    for name, value in os.environ.items():
-        if value and len(value) >= 6 and SECRET_ENV_RE.search(name):
+    for name in _secret_variables():
+        value = os.environ.get(name)
+        if value and len(value) >= 6 and value in text:
             text = text.replace(value, "[redacted]")
     return KEY_SHAPES_RE.sub("[redacted]", text)
 

@@ -15,7 +15,6 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -158,15 +157,15 @@ def build_graph(tools: Sequence[BaseTool], *,
     tool_node = ToolNode(list(tools), handle_tool_errors=format_tool_error,
                          wrap_tool_call=_guarded)
 
-    def reason(state: AgentState, config: RunnableConfig,
-               runtime: Runtime[TurnContext]) -> dict[str, Any]:
+    def reason(state: AgentState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         context = runtime.context
         calls = state.get("iterations", 0)
         prompt = [SystemMessage(prompt_for(context.persona)), *window(state["messages"])]
         while True:
             calls += 1
             final = calls >= max_iterations
-            response = binder.bound(context.model, final).invoke(prompt, config)
+            # The run's config (callbacks for token streaming) reaches the model by context.
+            response = binder.bound(context.model, final).invoke(prompt)
             response = _clean(response, final)
             if response.tool_calls or response.invalid_tool_calls or _has_text(response):
                 break
