@@ -15,7 +15,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.webapp import free_port  # noqa: E402
+from tests.webapp import free_port, stop  # noqa: E402
 
 ROUNDS = 5
 TIMEOUT_S = 180
@@ -53,12 +53,7 @@ def seconds_to_200(script: Path, cwd: Path, env: dict[str, str]) -> float:
             time.sleep(0.05)
         raise RuntimeError(f"{script} gave no 200 within {TIMEOUT_S} s")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def main() -> None:

@@ -189,7 +189,15 @@ class _Reader:
         self.data = data
 
     def fail(self, where: str, message: str) -> GridError:
-        return GridError(f"{self.path}: {where}: {message}")
+        return GridError(f"{self.path}: {where}: {message}" if where else
+                         f"{self.path}: {message}")
+
+    def only(self, where: str, keys: Any, allowed: set[str], noun: str = "field(s)") -> None:
+        """Refuse keys outside `allowed`, listing the ones that are known."""
+        unknown = sorted(set(keys) - allowed)
+        if unknown:
+            raise self.fail(where, f"unknown {noun} {', '.join(unknown)}; known: "
+                            f"{', '.join(sorted(allowed))}")
 
     def items(self, key: str) -> list[Any]:
         value = self.data.get(key)
@@ -260,10 +268,7 @@ class _Reader:
             overrides = overrides or {}
             if not isinstance(overrides, dict):
                 raise self.fail(where, "must be a mapping of overrides (or empty)")
-            unknown = sorted(set(overrides) - VARIATION_FIELDS)
-            if unknown:
-                raise self.fail(where, f"unknown override(s) {', '.join(unknown)}; known: "
-                                f"{', '.join(sorted(VARIATION_FIELDS))}")
+            self.only(where, overrides, VARIATION_FIELDS, "override(s)")
             tokens = self.number("max_tokens", None, low=1, whole=True, source=overrides,
                                  where=f"{where}.max_tokens")
             suffix = overrides.get("system_suffix") or ""
@@ -281,10 +286,7 @@ class _Reader:
             if not isinstance(rule, dict) or not rule:
                 raise self.fail(where, "must be a non-empty mapping like {model: ..., "
                                 "temperature: ...}")
-            unknown = sorted(set(rule) - EXCLUDE_FIELDS)
-            if unknown:
-                raise self.fail(where, f"unknown factor(s) {', '.join(unknown)}; known: "
-                                f"{', '.join(sorted(EXCLUDE_FIELDS))}")
+            self.only(where, rule, EXCLUDE_FIELDS, "factor(s)")
             for key, levels in cells_from.items():
                 if key in rule and not any(str(rule[key]) == str(level) or (
                         key == "temperature" and _close(rule[key], level)) for level in levels):
@@ -296,10 +298,7 @@ class _Reader:
         raw = (self.data.get(key) if raw is None else raw) or {}
         if not isinstance(raw, dict):
             raise self.fail(key, "must be a mapping")
-        unknown = sorted(set(raw) - allowed)
-        if unknown:
-            raise self.fail(key, f"unknown field(s) {', '.join(unknown)}; known: "
-                            f"{', '.join(sorted(allowed))}")
+        self.only(key, raw, allowed)
         return raw
 
     def relative(self, value: Any, where: str) -> Path:
@@ -342,11 +341,8 @@ def load_grid(path: Path, *, scenarios_file: Path | None = None,
     """
     path = Path(path).resolve()
     data = read_yaml_mapping(path, GridError, "grid file")
-    unknown = sorted(set(data) - FIELDS)
-    if unknown:
-        raise GridError(f"{path}: unknown field(s) {', '.join(unknown)}; known: "
-                        f"{', '.join(sorted(FIELDS))}")
     reader = _Reader(path, data)
+    reader.only("", data, FIELDS)
     personas, models = reader.personas(), reader.models()
     temperatures, variations = reader.temperatures(), reader.variations()
     levels = {"persona": personas, "model": models, "temperature": temperatures,

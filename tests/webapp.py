@@ -82,12 +82,17 @@ def serve_subprocess(data_dir: Path, cwd: Path = REPO, env: dict[str, str] | Non
         wait_for_200(app.url, process, timeout_s)
         yield app
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Ask a server to stop, and kill it if it will not."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def wait_for_200(url: str, process: subprocess.Popen[str], timeout_s: float) -> None:

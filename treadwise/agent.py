@@ -22,7 +22,7 @@ from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, cla
 from treadwise.models import display_name, resolve_model
 from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, Settings
-from treadwise.state import TurnContext
+from treadwise.state import TurnContext, current_turn
 
 PROVIDER_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TREADWISE_GEMINI_BASE_URL",
                 "GOOGLE_API_KEY", "GEMINI_API_KEY")
@@ -90,10 +90,6 @@ class TurnFinished:
 Event = TextDelta | ToolStarted | ToolFinished | TurnFinished
 
 
-def _text(message: AnyMessage) -> str:
-    return message.text if isinstance(message.text, str) else str(message.content)
-
-
 def _artifacts(message: ToolMessage) -> list[str]:
     artifact = message.artifact
     if isinstance(artifact, str):
@@ -111,11 +107,6 @@ def _open_step(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
     step = ToolStep(message.tool_call_id, message.name or "?", {})
     steps.append(step)
     return step
-
-
-def _current_turn(messages: list[AnyMessage]) -> list[AnyMessage]:
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    return messages[start + 1:]
 
 
 class Agent:
@@ -229,7 +220,7 @@ class Agent:
 
     @staticmethod
     def _fill(step: ToolStep, msg: ToolMessage) -> None:
-        text = redact(_text(msg))
+        text = redact(msg.text)
         if msg.status == "error":
             step.error = text
         else:
@@ -243,7 +234,7 @@ class Agent:
             state = self.graph.get_state(self._config(thread_id)).values
         except Exception:  # noqa: BLE001 - a broken checkpoint must not hide the answer
             state = {}
-        turn = _current_turn(state.get("messages", []))
+        turn = current_turn(state.get("messages", []))
         ai = [m for m in turn if isinstance(m, AIMessage)]
         result.iterations = len(ai)
         result.llm_calls = int(state.get("iterations", 0)) if turn else 0
@@ -259,7 +250,7 @@ class Agent:
         result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
         if ai and result.error is None:
             last = ai[-1]
-            result.answer = redact(_text(last)).strip()
+            result.answer = redact(last.text).strip()
             result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap"))
 
     def history(self, thread_id: str) -> list[AnyMessage]:
@@ -275,4 +266,4 @@ class Agent:
         self.graph.update_state(self._config(thread_id),
                                 {"messages": [RemoveMessage(id=m.id) for m in removed]},
                                 as_node="reason")
-        return _text(removed[0])
+        return removed[0].text

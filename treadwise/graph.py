@@ -26,7 +26,7 @@ from treadwise import policy
 from treadwise.errors import redact
 from treadwise.personas import Persona
 from treadwise.settings import MAX_ITERATIONS
-from treadwise.state import AgentState, TurnContext
+from treadwise.state import AgentState, TurnContext, current_turn
 
 HISTORY_TURNS = 20
 EMPTY_REPLY_NUDGE = (
@@ -70,15 +70,10 @@ def _has_text(message: AIMessage) -> bool:
     return bool(message.text.strip())
 
 
-def _turn_tool_results(messages: Sequence[AnyMessage]) -> list[ToolMessage]:
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    return [m for m in messages[start + 1:] if isinstance(m, ToolMessage)]
-
-
 def fallback_answer(messages: Sequence[AnyMessage]) -> str:
     """An honest answer when the model produced none: what the tools found, or an apology."""
-    results = [m.text.strip() for m in _turn_tool_results(messages)
-               if m.status != "error" and m.text.strip()]
+    results = [m.text.strip() for m in current_turn(messages)
+               if isinstance(m, ToolMessage) and m.status != "error" and m.text.strip()]
     if results:
         return ("I couldn't write a complete answer in the steps I'm allowed, but here is what "
                 "I found: " + " ".join(results[-3:]))

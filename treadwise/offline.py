@@ -25,6 +25,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from treadwise.intents import PREVIOUS, Call, Lookups, Plan, plan_turn
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona, load_personas
+from treadwise.state import current_turn, turn_start
 
 MATH_INTENTS = {"arithmetic", "integral", "derivative", "equation", "analysis", "plot"}
 VALUE_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
@@ -33,14 +34,6 @@ VALUE_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
 def estimate_tokens(text: str) -> int:
     """About four characters per token, the usual rule of thumb for English."""
     return max(1, (len(text) + 3) // 4)
-
-
-def message_text(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
-    return "".join(parts)
 
 
 def result_value(text: str) -> str | None:
@@ -114,12 +107,10 @@ class OfflineModel(BaseChatModel):
     def _respond(self, messages: list[BaseMessage], tools: list[dict],
                  tool_choice: str | None) -> AIMessage:
         persona = _persona_from(messages)
-        human_index = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)),
-                          default=-1)
-        human = message_text(messages[human_index]) if human_index >= 0 else ""
-        earlier = [message_text(m) for m in messages[:max(human_index, 0)]
-                   if isinstance(m, HumanMessage)]
-        turn = messages[human_index + 1:]
+        start = turn_start(messages)
+        human = messages[start].text if start >= 0 else ""
+        earlier = [m.text for m in messages[:max(start, 0)] if isinstance(m, HumanMessage)]
+        turn = current_turn(messages)
         plan = plan_turn(human, earlier, _lookups())
         done = sum(1 for m in turn if isinstance(m, AIMessage) and m.tool_calls)
         results = [m for m in turn if isinstance(m, ToolMessage)]
@@ -144,7 +135,7 @@ class OfflineModel(BaseChatModel):
         return random.Random(int(digest[:16], 16))
 
     def _finish(self, messages: list[BaseMessage], text: str, calls: list[Call]) -> AIMessage:
-        prompt = sum(estimate_tokens(message_text(m)) for m in messages)
+        prompt = sum(estimate_tokens(m.text) for m in messages)
         tool_calls = [{"name": c.tool, "args": c.args, "id": f"call_{uuid.uuid4().hex[:12]}",
                        "type": "tool_call"} for c in calls]
         output = estimate_tokens(text + json.dumps([c.args for c in calls]))
@@ -159,7 +150,7 @@ class OfflineModel(BaseChatModel):
 
 def _persona_from(messages: list[BaseMessage]) -> Persona:
     """The persona named in the system prompt, as an LLM would read it."""
-    system = next((message_text(m) for m in messages if isinstance(m, SystemMessage)), "")
+    system = next((m.text for m in messages if isinstance(m, SystemMessage)), "")
     for persona in load_personas().values():
         if persona.name in system:
             return persona
@@ -168,7 +159,7 @@ def _persona_from(messages: list[BaseMessage]) -> Persona:
 
 def _resolve(step: list[Call], results: list[ToolMessage]) -> list[Call] | None:
     """Fill the previous step's numeric result into this step's arguments."""
-    previous = result_value(message_text(results[-1])) if results else None
+    previous = result_value(results[-1].text) if results else None
     resolved = []
     for call in step:
         args = dict(call.args)
@@ -204,7 +195,7 @@ class Voice:
                capped: bool) -> str:
         if plan.reply:
             return self.pick(plan.reply)
-        errors = [message_text(m) for m in results if m.status == "error"]
+        errors = [m.text for m in results if m.status == "error"]
         if errors:
             return self.pick("error", error=_first_sentence(errors[-1]))
         if not results:
@@ -213,7 +204,7 @@ class Voice:
                 return self.pick("error", error="the tool " + ", ".join(missing)
                                  + " is not available in this setup.")
             return self.pick("feedback")
-        texts = [message_text(m) for m in results]
+        texts = [m.text for m in results]
         if capped and len(results) < sum(len(s) for s in plan.steps):
             return self.pick("cap", summary=" ".join(texts))
         return self._compose(plan, texts, results)

@@ -6,20 +6,10 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
+from treadwise.state import current_turn
+
 LEAD_TOOL = "record_customer_interest"
 ONCE = "Refused: a contact was already recorded in this turn; record it once."
-
-
-def _text(message: AnyMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return " ".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-
-
-def _current_turn(messages: Sequence[AnyMessage]) -> Sequence[AnyMessage]:
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    return messages[start + 1:]
 
 
 def _lead_email(call: ToolCall) -> str:
@@ -35,12 +25,12 @@ def refusal(call: ToolCall, messages: Sequence[AnyMessage]) -> str | None:
     """
     if call["name"] != LEAD_TOOL:
         return None
-    said = " ".join(_text(m) for m in messages if isinstance(m, HumanMessage)).lower()
+    said = " ".join(m.text for m in messages if isinstance(m, HumanMessage)).lower()
     email = _lead_email(call)
     if not email or email not in said:
         return (f"Refused: the address {email or '(none)'} was not typed by the user in this "
                 "conversation. Only record contact details the user gave you.")
-    turn = _current_turn(messages)
+    turn = current_turn(messages)
     if any(isinstance(m, ToolMessage) and m.name == LEAD_TOOL and m.status != "error"
            for m in turn):
         return ONCE
