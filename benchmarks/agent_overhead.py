@@ -15,10 +15,10 @@ from langchain_core.tools import tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 from tests.fakes import ScriptedModel  # noqa: E402
-from treadwise.graph import build_graph  # noqa: E402
+from treadwise.agent.graph import build_graph  # noqa: E402
+from treadwise.agent.prompts import build_system_prompt  # noqa: E402
+from treadwise.agent.state import TurnContext  # noqa: E402
 from treadwise.personas import get_persona  # noqa: E402
-from treadwise.prompts import build_system_prompt  # noqa: E402
-from treadwise.state import TurnContext  # noqa: E402
 
 TURNS = 100
 ROUNDS = 11

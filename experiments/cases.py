@@ -110,7 +110,7 @@ class CaseToolContext(ToolContext):
 
     @property  # type: ignore[override]
     def store(self) -> Any:
-        from treadwise.store import Store
+        from treadwise.storage.sqlite import Store
 
         return Store(self.data_dir)
 
@@ -130,7 +130,7 @@ class CaseAgent(Agent):
     def __init__(self, settings: Settings, *, tools: list, system_suffix: str = ""):
         from langgraph.checkpoint.memory import InMemorySaver
 
-        from treadwise.prompts import build_system_prompt
+        from treadwise.agent.prompts import build_system_prompt
 
         def prompt(persona: Any) -> str:
             return f"{build_system_prompt(persona)}\n\n{system_suffix}".strip()

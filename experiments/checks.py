@@ -33,7 +33,7 @@ class Outcome:
     @property
     def store(self) -> Any:
         if self._store is None:
-            from treadwise.store import Store
+            from treadwise.storage.sqlite import Store
 
             self._store = Store(self.data_dir)
         return self._store

@@ -9,7 +9,7 @@ import pytest
 from experiments.checks import CHECKS, CheckError, Outcome, evaluate, numbers_in, validate
 from treadwise.agent import ToolStep, TurnResult
 from treadwise.errors import FriendlyError
-from treadwise.store import Store
+from treadwise.storage.sqlite import Store
 
 
 def turn(answer: str = "", steps: list[ToolStep] | None = None, *, iterations: int = 2,

@@ -183,7 +183,7 @@ def test_every_case_has_its_own_data_dir(tmp_path):
     plots = sorted(cases.glob("*-math_integral_plot-*/plots/*.png"))
     assert len(plots) == 3 and all(p.read_bytes().startswith(PNG_SIGNATURE) for p in plots)
     assert not (cases / "plots").exists() and not (cases / "leads.db").exists()
-    from treadwise.store import Store
+    from treadwise.storage.sqlite import Store
 
     for folder in cases.glob("*-lead_single-*"):
         assert [lead["email"] for lead in Store(folder).leads()] == ["ana@fleetco.com"]

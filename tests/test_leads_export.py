@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from treadwise.leads import export_leads, neutralise_cell
-from treadwise.store import Store
+from treadwise.storage.export import export_leads, neutralise_cell
+from treadwise.storage.sqlite import Store
 
 HOSTILE_NAME = '=HYPERLINK("http://evil","x")'
 

@@ -9,12 +9,12 @@ import pytest
 
 from treadwise import profile
 from treadwise.agent import Agent
-from treadwise.intents import PREVIOUS, Lookups, plan_turn
 from treadwise.models import display_name, resolve_model
-from treadwise.offline import OfflineModel, result_value
+from treadwise.models.offline.intents import PREVIOUS, Lookups, plan_turn
+from treadwise.models.offline.model import OfflineModel, result_value
 from treadwise.personas import load_personas
 from treadwise.settings import Settings
-from treadwise.store import Store
+from treadwise.storage.sqlite import Store
 
 LOOKUPS = Lookups(profile.find_vehicle, profile.find_usage, profile.find_city,
                   profile.find_service)

@@ -163,7 +163,7 @@ def test_rate_limited_with_a_long_retry_after_fails_fast_and_says_busy(agent, op
 
 
 def test_the_environment_proxy_is_honoured_for_real_endpoints(monkeypatch):
-    from treadwise.models import _proxy_for
+    from treadwise.models.http import proxy_for as _proxy_for
 
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     monkeypatch.setenv("https_proxy", "http://proxy.example:3128")

@@ -18,7 +18,7 @@ from tests.loopback import GeminiServer, OpenAIServer, Reply, scripted, tool_the
 from treadwise.agent import Agent
 from treadwise.profile import BUSINESS_PROFILE_PATH
 from treadwise.settings import Settings
-from treadwise.store import Store
+from treadwise.storage.sqlite import Store
 from treadwise.tools import ToolContext, get_tools
 
 TIMEOUT_S = 2.0

@@ -12,7 +12,7 @@ import pytest
 from gradio_client import Client
 
 from tests.webapp import REPO, serve_subprocess
-from treadwise.store import Store
+from treadwise.storage.sqlite import Store
 
 SESSIONS = 8
 TURNS = 50

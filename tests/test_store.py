@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.tools import ToolException
 
-from treadwise.store import InvalidLead, Store, StoreUnavailable, validate_email
+from treadwise.storage.sqlite import InvalidLead, Store, StoreUnavailable, validate_email
 from treadwise.tools import ToolContext
 from treadwise.tools.business import business_tools
 

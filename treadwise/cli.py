@@ -75,9 +75,9 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _leads(args: argparse.Namespace) -> int:
-    from treadwise.leads import export_leads
     from treadwise.settings import Settings
-    from treadwise.store import Store, StoreUnavailable
+    from treadwise.storage.export import export_leads
+    from treadwise.storage.sqlite import Store, StoreUnavailable
 
     store = Store(Settings.from_env().data_dir)
     try:

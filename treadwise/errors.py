@@ -63,7 +63,7 @@ def _status(error: BaseException) -> int | None:
 
 
 def _retry_after(error: BaseException) -> float | None:
-    from treadwise.retries import retry_after_seconds
+    from treadwise.models.retries import retry_after_seconds
 
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-    from treadwise.store import Store
+    from treadwise.storage.sqlite import Store
 
 ENTRY_POINT_GROUP = "treadwise.tools"
 DEFAULT_TOOLSETS = ("math", "business")
@@ -39,7 +39,7 @@ class ToolContext:
 
     @cached_property
     def store(self) -> Store:
-        from treadwise.store import Store
+        from treadwise.storage.sqlite import Store
 
         return Store(self.data_dir)
 

@@ -23,9 +23,9 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from treadwise.intents import PREVIOUS, Call, Lookups, Plan, plan_turn
+from treadwise.conversation import current_turn, turn_start
+from treadwise.models.offline.intents import PREVIOUS, Call, Lookups, Plan, plan_turn
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona, load_personas
-from treadwise.state import current_turn, turn_start
 
 MATH_INTENTS = {"arithmetic", "integral", "derivative", "equation", "analysis", "plot"}
 VALUE_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)

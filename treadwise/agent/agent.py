@@ -18,11 +18,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from treadwise.agent.state import TurnContext
+from treadwise.conversation import current_turn
 from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, classify, redact
 from treadwise.models import display_name, resolve_model
 from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, Settings
-from treadwise.state import TurnContext, current_turn
 
 PROVIDER_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TREADWISE_GEMINI_BASE_URL",
                 "GOOGLE_API_KEY", "GEMINI_API_KEY")
@@ -116,8 +117,8 @@ class Agent:
                  checkpointer: Any = None, toolsets: tuple[str, ...] = ("math", "business"),
                  models: dict[str, Any] | None = None,
                  system_prompt: Any = None):
-        from treadwise.graph import build_graph
-        from treadwise.memory import open_checkpointer
+        from treadwise.agent.graph import build_graph
+        from treadwise.storage.memory import open_checkpointer
         from treadwise.tools import ToolContext, get_tools
 
         self.settings = settings or Settings.from_env()

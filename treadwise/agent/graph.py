@@ -22,11 +22,12 @@ from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 from langgraph.runtime import Runtime
 
-from treadwise import policy
+from treadwise.agent import policy
+from treadwise.agent.state import AgentState, TurnContext
+from treadwise.conversation import current_turn
 from treadwise.errors import redact
 from treadwise.personas import Persona
 from treadwise.settings import MAX_ITERATIONS
-from treadwise.state import AgentState, TurnContext, current_turn
 
 HISTORY_TURNS = 20
 EMPTY_REPLY_NUDGE = (
@@ -145,7 +146,7 @@ def build_graph(tools: Sequence[BaseTool], *,
                 system_prompt: Callable[[Persona], str] | None = None,
                 max_iterations: int = MAX_ITERATIONS) -> Any:
     """Compile the reason/tools graph; the persona and model arrive per turn as TurnContext."""
-    from treadwise.prompts import build_system_prompt
+    from treadwise.agent.prompts import build_system_prompt
 
     prompt_for = system_prompt or build_system_prompt
     binder = _Binder(tools)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
-from treadwise.state import current_turn
+from treadwise.conversation import current_turn
 
 LEAD_TOOL = "record_customer_interest"
 ONCE = "Refused: a contact was already recorded in this turn; record it once."

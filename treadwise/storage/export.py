@@ -6,7 +6,7 @@ import csv
 import json
 from typing import Literal, TextIO
 
-from treadwise.store import Store
+from treadwise.storage.sqlite import Store
 
 LEAD_COLUMNS = ("id", "created_at", "email", "name", "message")
 # A spreadsheet treats a cell starting with one of these as a formula (OWASP CSV injection).

@@ -1,0 +1,15 @@
+"""The agent: one user turn through the capped reason/tools graph, with memory and personas."""
+
+from treadwise.agent.agent import (
+    Agent,
+    Event,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    ToolStep,
+    TurnFinished,
+    TurnResult,
+)
+
+__all__ = ["Agent", "Event", "TextDelta", "ToolFinished", "ToolStarted", "ToolStep",
+           "TurnFinished", "TurnResult"]

@@ -1,0 +1,27 @@
+"""Google Gemini through langchain-google-genai; TREADWISE_GEMINI_BASE_URL moves the endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from treadwise.models.http import rate_limiter, transports
+from treadwise.models.registry import api_key, missing_package
+from treadwise.settings import Settings
+
+
+def build(model: str, temperature: float, settings: Settings, env: Mapping[str, str],
+          seed: int | None) -> Any:
+    key = api_key("google_genai", env)
+    try:
+        from langchain_google_genai import ChatGoogleGenerativeAI
+    except ImportError:
+        raise missing_package("google_genai") from None
+    base_url = env.get("TREADWISE_GEMINI_BASE_URL", "").strip() or None
+    sync_transport, _ = transports(settings,
+                                   base_url or "https://generativelanguage.googleapis.com")
+    return ChatGoogleGenerativeAI(
+        model=model, temperature=temperature, google_api_key=key, base_url=base_url,
+        timeout=settings.timeout_s, max_retries=1, client_args={"transport": sync_transport},
+        rate_limiter=rate_limiter("google_genai", settings),
+    )

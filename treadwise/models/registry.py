@@ -1,0 +1,157 @@
+"""The model registry: one spec string ("offline", "openai:gpt-4o-mini", ...) resolved in one place.
+
+Built-in providers are "module:function" strings, the same form an entry point of the group
+``treadwise.models`` carries, so outside providers register exactly like ours.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from importlib.metadata import entry_points
+from typing import Any
+
+from treadwise.errors import ModelConfigError
+from treadwise.settings import Settings
+
+OFFLINE_LABEL = "offline (rule-based, not an LLM)"
+ENTRY_POINT_GROUP = "treadwise.models"
+Provider = Callable[[str, float, Settings, Mapping[str, str], int | None], Any]
+# Providers registered at run time (embedding apps, tests); they win over everything else.
+PROVIDERS: dict[str, Provider] = {}
+BUILTIN_PROVIDERS: dict[str, str] = {
+    "offline": "treadwise.models.offline:build",
+    "openai": "treadwise.models.openai:build",
+    "google_genai": "treadwise.models.gemini:build",
+}
+
+# Models offered in pickers when the provider's key is set; any other name works as a spec too.
+SUGGESTED_MODELS: dict[str, tuple[str, ...]] = {
+    "openai": ("gpt-4o-mini", "gpt-4o", "gpt-3.5-turbo"),
+    "google_genai": ("gemini-2.0-flash", "gemini-2.5-flash", "gemini-2.5-pro"),
+}
+KEY_VARIABLES: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "google_genai": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+}
+PACKAGES: dict[str, str] = {
+    "openai": "langchain-openai",
+    "google_genai": "langchain-google-genai",
+    "anthropic": "langchain-anthropic",
+    "ollama": "langchain-ollama",
+    "mistralai": "langchain-mistralai",
+    "groq": "langchain-groq",
+}
+
+
+def provider(name: str) -> Callable[[Provider], Provider]:
+    """Register a provider function under a spec prefix."""
+    def register(fn: Provider) -> Provider:
+        PROVIDERS[name] = fn
+        return fn
+
+    return register
+
+
+def find_provider(name: str) -> Provider | None:
+    """The provider registered for a spec prefix: run-time, built-in, then entry points."""
+    if name in PROVIDERS:
+        return PROVIDERS[name]
+    target = BUILTIN_PROVIDERS.get(name)
+    if target is None:
+        target = next((ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)
+                       if ep.name == name), None)
+    if target is None:
+        return None
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split a spec into (provider, model); a bare gpt-/gemini- name gets its provider."""
+    spec = (spec or "").strip()
+    if spec in ("", "offline"):
+        return "offline", "rule-based"
+    name, sep, model = spec.partition(":")
+    if sep and name and model:
+        return name.strip(), model.strip()
+    if spec.startswith(("gpt-", "o1", "o3", "o4")):
+        return "openai", spec
+    if spec.startswith("gemini-"):
+        return "google_genai", spec
+    raise ModelConfigError(
+        f"model spec {spec!r} must be 'offline' or look like provider:model "
+        "(for example openai:gpt-4o-mini or google_genai:gemini-2.0-flash)"
+    )
+
+
+def display_name(spec: str) -> str:
+    provider_name, model = parse_spec(spec)
+    if provider_name == "offline":
+        return OFFLINE_LABEL
+    return f"{provider_name}:{model}"
+
+
+def api_key(provider_name: str, env: Mapping[str, str]) -> str:
+    """The provider's key from the environment, or one line naming the variable to set."""
+    names = KEY_VARIABLES[provider_name]
+    for name in names:
+        if value := env.get(name, "").strip():
+            return value
+    raise ModelConfigError(
+        f"{' or '.join(names)} is not set: export it to use {provider_name} models, "
+        "or use --model offline"
+    )
+
+
+def missing_package(provider_name: str) -> ModelConfigError:
+    package = PACKAGES.get(provider_name, f"langchain-{provider_name.replace('_', '-')}")
+    return ModelConfigError(f"the package {package} is not installed: pip install {package}")
+
+
+def _other(provider_name: str, model: str, temperature: float, settings: Settings) -> Any:
+    from treadwise.models.http import rate_limiter
+
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError:
+        raise missing_package("langchain") from None
+    try:
+        return init_chat_model(f"{provider_name}:{model}", temperature=temperature,
+                               timeout=settings.timeout_s, max_retries=settings.max_retries,
+                               rate_limiter=rate_limiter(provider_name, settings))
+    except ImportError:
+        raise missing_package(provider_name) from None
+    except ValueError as exc:
+        raise ModelConfigError(f"cannot build {provider_name}:{model}: {exc}") from None
+
+
+def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | None = None,
+                  env: Mapping[str, str] | None = None, seed: int | None = None) -> Any:
+    """Build the chat model a spec names, or raise ModelConfigError with one clear line."""
+    settings = settings or Settings.from_env()
+    env = os.environ if env is None else env
+    if not 0.0 <= temperature <= 2.0:
+        raise ModelConfigError(f"temperature must be between 0 and 2, got {temperature}")
+    provider_name, model = parse_spec(spec)
+    build = find_provider(provider_name)
+    if build is not None:
+        return build(model, temperature, settings, env, seed)
+    return _other(provider_name, model, temperature, settings)
+
+
+def default_spec(env: Mapping[str, str] | None = None) -> str:
+    """The offline model unless TREADWISE_MODEL names another; never a surprise paid call."""
+    env = os.environ if env is None else env
+    return env.get("TREADWISE_MODEL", "").strip() or "offline"
+
+
+def available_specs(env: Mapping[str, str] | None = None) -> list[str]:
+    """offline, then the suggested models of every provider whose key is set."""
+    env = os.environ if env is None else env
+    specs = ["offline"]
+    for provider_name, names in KEY_VARIABLES.items():
+        if any(env.get(n, "").strip() for n in names):
+            specs.extend(f"{provider_name}:{m}" for m in SUGGESTED_MODELS[provider_name])
+    return specs

@@ -1,0 +1,1 @@
+"""Where TreadWise keeps things: leads and feedback, conversation memory, and lead exports."""
