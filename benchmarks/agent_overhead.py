@@ -9,16 +9,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from langchain.agents import create_agent  # noqa: E402
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
-from tests.fakes import ScriptedModel  # noqa: E402
-from treadwise.agent.graph import build_graph  # noqa: E402
-from treadwise.agent.prompts import build_system_prompt  # noqa: E402
-from treadwise.agent.state import TurnContext  # noqa: E402
-from treadwise.personas import get_persona  # noqa: E402
+from tests.fakes import ScriptedModel
+from treadwise.agent.graph import build_graph
+from treadwise.agent.prompts import build_system_prompt
+from treadwise.agent.state import TurnContext
+from treadwise.personas import get_persona
 
 TURNS = 100
 ROUNDS = 11

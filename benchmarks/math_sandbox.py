@@ -8,9 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.math_problems import PROBLEMS  # noqa: E402
-from treadwise.safemath import MathEngine  # noqa: E402
-from treadwise.safemath.engine import run_job  # noqa: E402
+from tests.math_problems import PROBLEMS
+from treadwise.safemath import MathEngine
+from treadwise.safemath.engine import run_job
 
 ROUNDS = 5
 GOAL = 1.5

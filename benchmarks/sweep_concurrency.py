@@ -12,7 +12,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.loopback import OpenAIServer, Reply, tool_then_answer  # noqa: E402
+from tests.loopback import OpenAIServer, Reply, tool_then_answer
 
 DELAY_S = 0.2
 CONCURRENCY = 8

@@ -106,7 +106,7 @@ def run_job(op: str, kwargs: dict[str, Any], timeout_s: float, *,
         return "error", "the expression is nested too deeply to compute", True
     except MemoryError:
         return "error", "the calculation ran out of memory; try a simpler expression", True
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any sympy failure is reported, never raised
         return "error", _failed(exc), job.interrupted
     finally:
         _JOB.reset(token)

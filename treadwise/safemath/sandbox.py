@@ -117,7 +117,7 @@ def _worker_main(control: socket.socket, ours: socket.socket, theirs: socket.soc
         serve(Connection(theirs.detach()), limits)
     except (EOFError, OSError):
         pass  # the parent went away
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a forked child must never return into the parent's code
         traceback.print_exc()
         code = 1
     finally:
@@ -145,7 +145,7 @@ def serve(conn: Connection, limits: Limits) -> None:
         reply = run_job(op, kwargs, timeout_s, alarms=True)
         try:
             conn.send(reply)
-        except Exception:
+        except Exception:  # noqa: BLE001 - an unpicklable result is an error reply, not a crash
             conn.send(("error", "the result could not be sent back", True))
         if reply[2]:
             return

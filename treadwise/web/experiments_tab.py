@@ -165,7 +165,7 @@ class ExperimentsTab:
                 outcome["run"] = run_sweep(None, out_dir=self.results_dir, progress=updates.put,
                                            limit=limit, report=False, echo=log.info)
                 outcome["report"] = self._report(outcome["run"])
-            except Exception as exc:  # noqa: BLE001 - shown as one line in the tab
+            except Exception as exc:
                 log.exception("sweep failed")
                 outcome["error"] = redact(f"{type(exc).__name__}: {exc}")
             finally:

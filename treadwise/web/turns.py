@@ -46,7 +46,7 @@ class LazyAgent:
         def build() -> None:
             try:
                 self.get()
-            except Exception:  # noqa: BLE001 - the first turn reports it to the user instead
+            except Exception:
                 log.exception("building the agent in the background failed")
 
         thread = threading.Thread(target=build, name="treadwise-agent-warm-up", daemon=True)
@@ -111,7 +111,7 @@ class TurnRunner:
         try:
             with self.locks.hold(thread_id):
                 turn.in_memory = self._run(turn, thread_id, message, options, events)
-        except Exception as exc:  # noqa: BLE001 - shown as one friendly line, never a traceback
+        except Exception as exc:
             log.exception("chat turn failed")
             events.put(failed_result(turn, thread_id, classify(exc)))
         finally:
