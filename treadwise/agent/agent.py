@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 import time
 import uuid
@@ -18,10 +19,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, within
 from treadwise.agent.state import TurnContext
 from treadwise.conversation import current_turn
 from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, classify, redact
 from treadwise.models import display_name, resolve_model
+from treadwise.models.tally import start_tally
 from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, Settings
 
@@ -59,10 +62,12 @@ class TurnResult:
                                                           "output_tokens": 0})
     stopped_by_cap: bool = False
     error: FriendlyError | None = None
+    calls: CallStats = field(default_factory=CallStats)
 
     def to_json(self) -> dict[str, Any]:
         """Exactly the fields of the CLI contract."""
         data = asdict(self)
+        del data["calls"]
         data["tool_calls"] = [step.public() for step in self.tool_calls]
         data["error"] = self.error.to_dict() if self.error else None
         return data
@@ -178,15 +183,21 @@ class Agent:
             yield TurnFinished(result)
             return
         result.model = model if model in self.injected_models else display_name(model)
+        # The turn runs in its own context: the request tally it starts is seen by every
+        # model call, whichever thread resumes this generator.
+        turn_context = contextvars.copy_context()
+        tally, first_token = turn_context.run(start_tally), FirstToken()
         try:
             payload = {"messages": [HumanMessage(message)], "iterations": 0}
             modes = ["messages", "updates"] if tokens else ["updates"]
-            for mode, data in self.graph.stream(payload, self._config(thread_id),
-                                                context=context,
-                                                stream_mode=modes):
+            config = {**self._config(thread_id), "callbacks": [first_token]}
+            for mode, data in within(turn_context, self.graph.stream(
+                    payload, config, context=context, stream_mode=modes)):
                 yield from self._events(mode, data, steps)
         except Exception as exc:  # noqa: BLE001 - any provider failure becomes one friendly line
             result.error = classify(exc, self.settings.timeout_s)
+        result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
+                                 first_token.seconds)
         self._summarise(result, thread_id, steps)
         result.latency_s = round(time.perf_counter() - started, 4)
         yield TurnFinished(result)
@@ -235,12 +246,16 @@ class Agent:
             state = self.graph.get_state(self._config(thread_id)).values
         except Exception:  # noqa: BLE001 - a broken checkpoint must not hide the answer
             state = {}
-        turn = current_turn(state.get("messages", []))
+        messages = state.get("messages", [])
+        turn = current_turn(messages)
         ai = [m for m in turn if isinstance(m, AIMessage)]
         result.iterations = len(ai)
         result.llm_calls = int(state.get("iterations", 0)) if turn else 0
         for m in ai:
-            usage = m.usage_metadata or {}
+            usage = m.usage_metadata
+            if not usage:
+                result.calls.usage_missing = True
+                usage = estimate_usage(messages, messages.index(m))
             result.usage["input_tokens"] += int(usage.get("input_tokens", 0))
             result.usage["output_tokens"] += int(usage.get("output_tokens", 0))
         if not steps:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
@@ -31,21 +32,40 @@ Toolset = Callable[["ToolContext"], list["BaseTool"]]
 
 @dataclass
 class ToolContext:
-    """What tools may touch: injected, never read from globals."""
+    """What tools may touch: injected, never read from globals.
+
+    `case_dir`, when given, names the data dir per context (thread): the experiment harness
+    runs every case through one set of tools, each case writing to its own folder.
+    """
 
     data_dir: Path
     mcp_config: Path | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    case_dir: ContextVar[Path | None] | None = None
+
+    @property
+    def current_dir(self) -> Path:
+        """Where the running tool writes: this context's case folder, else data_dir."""
+        case = self.case_dir.get() if self.case_dir is not None else None
+        return case or self.data_dir
 
     @cached_property
-    def store(self) -> Store:
+    def _shared_store(self) -> Store:
         from treadwise.storage.sqlite import Store
 
         return Store(self.data_dir)
 
     @property
+    def store(self) -> Store:
+        if self.case_dir is None or self.case_dir.get() is None:
+            return self._shared_store
+        from treadwise.storage.sqlite import Store
+
+        return Store(self.current_dir)
+
+    @property
     def plots_dir(self) -> Path:
-        path = self.data_dir / "plots"
+        path = self.current_dir / "plots"
         path.mkdir(parents=True, exist_ok=True)
         return path
 
