@@ -51,12 +51,29 @@ def _message(raw: dict[str, Any]) -> list[Any]:
             kwargs.get("status")]
 
 
+# LangChain serializes a model once and keeps the result, so values set on a copy later (the
+# case's seed, a variation's token limit) are stale in its key: they come from the scope.
+STALE = ("seed", "max_tokens", "max_output_tokens", "max_completion_tokens")
+
+
+def _model(llm_string: str) -> str:
+    model, sep, params = llm_string.partition("---")
+    try:
+        data = json.loads(model)
+        for name in STALE:
+            data.get("kwargs", {}).pop(name, None)
+        model = json.dumps(data, sort_keys=True)
+    except (ValueError, AttributeError):
+        pass
+    return model + sep + params
+
+
 def request_key(prompt: str, llm_string: str, scope: str = "") -> str:
     try:
         messages = [_message(m) for m in json.loads(prompt)]
     except (ValueError, TypeError, AttributeError):
         messages = [prompt]
-    text = json.dumps([scope, llm_string, messages], sort_keys=True, default=str)
+    text = json.dumps([scope, _model(llm_string), messages], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -92,41 +109,53 @@ class _Store:
 
 
 class ResponseCache(BaseCache):
-    """A LangChain cache over one SQLite file; `scoped` views add what LangChain's key leaves
-    out (a copied model's token limit, the provider spec)."""
+    """A LangChain cache over one SQLite file. LangChain's key describes a model by the
+    arguments it was built with, so a copy's token limit and the seed set per case are
+    missing from it: views add them (`scoped` per configuration, `seeded` per case)."""
 
-    def __init__(self, path: Path, *, scope: str = "", store: _Store | None = None):
+    def __init__(self, path: Path, *, scope: str = "", seed: int | None = None,
+                 store: _Store | None = None):
         self.store = store or _Store(Path(path))
         self.scope = scope
+        self.seed = seed
 
     def scoped(self, scope: str) -> ResponseCache:
         return ResponseCache(self.store.path, scope=scope, store=self.store)
 
-    def lookup(self, prompt: str, llm_string: str) -> Sequence[Any] | None:
-        from langchain_core.load import loads
+    def seeded(self, seed: int | None) -> ResponseCache:
+        return ResponseCache(self.store.path, scope=self.scope, seed=seed, store=self.store)
 
-        raw = self.store.get(request_key(prompt, llm_string, self.scope))
+    def _key(self, prompt: str, llm_string: str) -> str:
+        return request_key(prompt, llm_string, f"{self.scope}|seed={self.seed}")
+
+    def lookup(self, prompt: str, llm_string: str) -> Sequence[Any] | None:
+        from langchain_core.messages import messages_from_dict
+        from langchain_core.outputs import ChatGeneration
+
+        raw = self.store.get(self._key(prompt, llm_string))
         if raw is None:
             return None
-        generations = loads(raw)
         tally = _TALLY.get()
-        for generation in generations:
-            message = getattr(generation, "message", None)
-            if message is not None:
-                # Each answer gets its own id: a thread may meet the same reply twice.
-                message.id = f"cached-{uuid.uuid4().hex[:12]}"
-                if tally is not None:
-                    usage = message.usage_metadata or {}
-                    tally.input_tokens += int(usage.get("input_tokens", 0))
-                    tally.output_tokens += int(usage.get("output_tokens", 0))
+        generations = []
+        for message in messages_from_dict(json.loads(raw)):
+            # Each answer gets its own id: a thread may meet the same reply twice.
+            message.id = f"cached-{uuid.uuid4().hex[:12]}"
+            generations.append(ChatGeneration(message=message))
+            if tally is not None:
+                usage = getattr(message, "usage_metadata", None) or {}
+                tally.input_tokens += int(usage.get("input_tokens", 0))
+                tally.output_tokens += int(usage.get("output_tokens", 0))
         if tally is not None:
             tally.hits += 1
         return generations
 
     def update(self, prompt: str, llm_string: str, return_val: Sequence[Any]) -> None:
-        from langchain_core.load import dumps
+        from langchain_core.messages import messages_to_dict
 
-        self.store.put(request_key(prompt, llm_string, self.scope), dumps(list(return_val)))
+        messages = [g.message for g in return_val if hasattr(g, "message")]
+        if messages and len(messages) == len(return_val):  # chat replies only
+            self.store.put(self._key(prompt, llm_string),
+                           json.dumps(messages_to_dict(messages), default=str))
 
     def clear(self, **kwargs: Any) -> None:
         self.store.clear()

@@ -94,6 +94,8 @@ class ModelPool:
             name = next((n for n in ("max_tokens", "max_output_tokens") if n in fields), None)
             if name:
                 update[name] = cell.variation.max_tokens
+        if self.grid.stream and "streaming" in fields:
+            update["streaming"] = True
         if self.cache is not None:
             # LangChain's cache key leaves out a copy's token limit: the scope adds it.
             update["cache"] = self.cache.scoped(f"{cell.model}|{cell.variation.max_tokens}")
@@ -101,9 +103,12 @@ class ModelPool:
 
 
 def with_seed(model: Any, seed: int) -> Any:
-    """Set the case's seed on a worker's own model copy (read by the model at request time)."""
+    """Set the case's seed on a worker's own model copy (read by the model at request time),
+    and on its view of the response cache (repeats are separate requests)."""
     if "seed" in type(model).model_fields:
         model.seed = seed
+    if isinstance(model.cache, ResponseCache):
+        model.cache = model.cache.seeded(seed)
     return model
 
 

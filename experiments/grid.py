@@ -125,6 +125,9 @@ class Grid:
     prices_file: Path | None = None
     keep_cases: str = "failed"
     judge: str | None = None
+    # Call models in streaming mode, so time to first token is the first streamed token (not
+    # the whole first reply); costs some CPU per chunk.
+    stream: bool = False
     description: str = ""
 
     def cells(self) -> list[Cell]:
@@ -272,6 +275,6 @@ def load_grid(path: Path, *, scenarios_file: Path | None = None,
         categories=tuple(data.scenarios.categories), scenario_ids=tuple(data.scenarios.ids),
         rate_limits=dict(data.rate_limits),
         prices_file=prices_file or check.file(data.prices),
-        keep_cases=data.keep_cases, judge=data.judge)
+        keep_cases=data.keep_cases, judge=data.judge, stream=data.stream)
     check.exclude(list(grid.exclude), grid.levels())
     return grid

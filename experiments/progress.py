@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -31,21 +32,32 @@ class Progress:
 
 
 class TerminalBar:
-    """tqdm's bar on stderr: a redrawn line on a terminal, a line every tenth elsewhere."""
+    """tqdm's bar on stderr: redrawn in place on a terminal; elsewhere (a log file, CI) the
+    same line printed at every tenth of the sweep, so the log stays readable."""
 
     def __init__(self, stream: TextIO | None = None):
         self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._bar: Any = None
+        self._started = time.monotonic()
+        self._step = -1
 
     def __call__(self, progress: Progress) -> None:
         from tqdm import tqdm
 
+        if not self.tty:
+            step = progress.done * 10 // max(progress.total, 1)
+            if step != self._step:
+                self._step = step
+                line = tqdm.format_meter(progress.done, progress.total,
+                                         time.monotonic() - self._started, unit="case",
+                                         ascii=True, postfix=progress.summary())
+                self.stream.write(line + "\n")
+                self.stream.flush()
+            return
         if self._bar is None:
-            tty = bool(getattr(self.stream, "isatty", lambda: False)())
             self._bar = tqdm(total=progress.total, initial=progress.done, file=self.stream,
-                             unit="case", dynamic_ncols=True, mininterval=0.2 if tty else 0,
-                             miniters=1 if tty else max(1, progress.total // 10),
-                             ascii=not tty)
+                             unit="case", dynamic_ncols=True, mininterval=0.2)
         self._bar.set_postfix_str(progress.summary(), refresh=False)
         self._bar.update(progress.done - self._bar.n)
 

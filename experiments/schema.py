@@ -78,6 +78,7 @@ class GridFile(Strict):
     prices: Name | None = None
     keep_cases: Literal["failed", "all", "none"] = "failed"
     judge: Name | None = None
+    stream: bool = False
 
     _unique = field_validator("personas", "models", "temperatures", "strategies")(_unique)
 

@@ -180,10 +180,14 @@ def _message_lines(message: dict[str, Any]) -> Iterator[str]:
             yield f"  tool {message['tool']}{took}: {_short(message['result'], 400)}"
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _turn_header(i: int, turn: dict[str, Any]) -> str:
     usage = turn.get("usage") or {}
-    parts = [f"{turn.get('latency_s', 0):.3f} s", f"{turn.get('model_calls', 0)} model calls",
-             f"{turn.get('http_attempts', 0)} HTTP requests",
+    parts = [f"{turn.get('latency_s', 0):.3f} s", _plural(turn.get("model_calls", 0), "model call"),
+             _plural(turn.get("http_attempts", 0), "HTTP request"),
              f"tokens {usage.get('input_tokens', 0)}/{usage.get('output_tokens', 0)}"
              + (" (estimated)" if turn.get("usage_estimated") else "")]
     if turn.get("retry_wait_s"):

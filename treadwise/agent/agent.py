@@ -198,7 +198,7 @@ class Agent:
             result.error = classify(exc, self.settings.timeout_s)
         result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
                                  first_token.seconds)
-        self._summarise(result, thread_id, steps)
+        self._summarise(result, thread_id, steps, context.persona)
         result.latency_s = round(time.perf_counter() - started, 4)
         yield TurnFinished(result)
 
@@ -240,7 +240,8 @@ class Agent:
         step.duration_s = msg.response_metadata.get("duration_s")
         step.artifacts = _artifacts(msg)
 
-    def _summarise(self, result: TurnResult, thread_id: str, steps: list[ToolStep]) -> None:
+    def _summarise(self, result: TurnResult, thread_id: str, steps: list[ToolStep],
+                   persona: Any = None) -> None:
         """Fill the result from what the checkpoint holds for this turn."""
         try:
             state = self.graph.get_state(self._config(thread_id)).values
@@ -255,7 +256,7 @@ class Agent:
             usage = m.usage_metadata
             if not usage:
                 result.calls.usage_missing = True
-                usage = estimate_usage(messages, messages.index(m))
+                usage = estimate_usage(messages, messages.index(m), persona)
             result.usage["input_tokens"] += int(usage.get("input_tokens", 0))
             result.usage["output_tokens"] += int(usage.get("output_tokens", 0))
         if not steps:

@@ -72,12 +72,16 @@ def within(context: Context, items: Iterator[Any]) -> Iterator[Any]:
             context.run(close)
 
 
-def estimate_usage(messages: Sequence[AnyMessage], index: int) -> dict[str, int]:
+def estimate_usage(messages: Sequence[AnyMessage], index: int,
+                   persona: Any = None) -> dict[str, int]:
     """Token counts for the reply at `index` when the provider sent none: about four
-    characters a token, the prompt being every message before it."""
+    characters a token, the prompt being the persona's system prompt and every message
+    before the reply."""
+    from treadwise.agent.prompts import build_system_prompt
     from treadwise.models.offline.model import estimate_tokens
 
-    prompt = sum(estimate_tokens(m.text) for m in messages[:index])
+    system = estimate_tokens(build_system_prompt(persona)) if persona is not None else 0
+    prompt = system + sum(estimate_tokens(m.text) for m in messages[:index])
     reply = messages[index]
     output = estimate_tokens(reply.text + str(getattr(reply, "tool_calls", "") or ""))
     return {"input_tokens": prompt, "output_tokens": output}
