@@ -79,6 +79,13 @@ def t_label(value: float) -> str:
     return f"T={value:g}"
 
 
+def registered() -> list[Chart]:
+    """Every chart, its modules imported (they register on import)."""
+    for module in MODULES:
+        importlib.import_module(module)
+    return list(CHARTS)
+
+
 def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
     """Draw every registered chart into charts_dir; a chart that fails says why in its PNG."""
     import matplotlib
@@ -87,12 +94,10 @@ def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    for module in MODULES:
-        importlib.import_module(module)
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9, palette=OKABE_ITO)
     charts_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for item in CHARTS:
+    for item in registered():
         error = None
         try:
             with warnings.catch_warnings():
