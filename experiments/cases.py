@@ -57,17 +57,20 @@ class ModelPool:
     would serialise a threaded sweep. A copy shares the HTTP clients with the original.
     """
 
-    def __init__(self, grid: Grid, settings: Settings, cache: ResponseCache | None = None):
+    def __init__(self, grid: Grid, settings: Settings, cache: ResponseCache | None = None, *,
+                 rate_share: float = 1.0):
         self.grid = grid
         self.settings = settings
         self.cache = cache
+        # Several processes running one sweep split each provider's rate limit between them.
+        self.rate_share = rate_share
         self._models: dict[tuple[str, float], Any] = {}
 
     def build(self, spec: str, temperature: float) -> Any:
         from treadwise.models import parse_spec, resolve_model
 
-        settings = dataclasses.replace(
-            self.settings, rate_limit_rps=self.grid.rate_limits.get(parse_spec(spec)[0], 0.0))
+        rate = self.grid.rate_limits.get(parse_spec(spec)[0], 0.0) * self.rate_share
+        settings = dataclasses.replace(self.settings, rate_limit_rps=rate)
         return resolve_model(spec, temperature=temperature, settings=settings)
 
     def prepare(self, specs: Sequence[str], temperatures: Sequence[float]) -> dict[str, str]:

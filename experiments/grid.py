@@ -113,6 +113,9 @@ class Grid:
     exclude: tuple[dict[str, Any], ...] = ()
     repeats: int = 1
     concurrency: int = 4
+    # Processes sharing the `concurrency` cases in flight (one process is held to about one
+    # core by Python's GIL; a big sweep on a multi-core machine wants more).
+    workers: int = 1
     timeout_s: float = 60.0
     max_retries: int | None = None
     max_retry_wait_s: float | None = None
@@ -267,7 +270,8 @@ def load_grid(path: Path, *, scenarios_file: Path | None = None,
         personas=tuple(data.personas), models=tuple(m.strip() for m in data.models),
         temperatures=tuple(data.temperatures), variations=variations,
         strategies=tuple(data.strategies), exclude=tuple(dict(r) for r in data.exclude),
-        repeats=data.repeats, concurrency=data.concurrency, timeout_s=data.timeout_s,
+        repeats=data.repeats, concurrency=data.concurrency, workers=data.workers,
+        timeout_s=data.timeout_s,
         max_retries=data.max_retries, max_retry_wait_s=data.max_retry_wait_s,
         max_calls=data.budget.max_calls, max_cost_usd=data.budget.max_cost_usd,
         scenarios_file=scenarios_file or check.file(data.scenarios.file)

@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-import inspect
 import os
+import queue
 import shutil
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from experiments.cache import ResponseCache, cache_path
-from experiments.cases import (
-    CaseRunner,
-    ModelPool,
-    RunContext,
-    load_toolsets,
-    sweep_settings,
-    tool_context,
-)
-from experiments.grading import Judge
+from experiments.cache import cache_path
 from experiments.grid import DEFAULT_GRID, Case, Grid, load_grid
-from experiments.prices import DEFAULT_PRICES, Prices, load_prices
+from experiments.prepare import CASES_DIR, Prepared, prepare, strategies_supported
+from experiments.prices import DEFAULT_PRICES, load_prices
 from experiments.progress import Progress, TerminalBar
+from experiments.records import HARNESS_ERROR
 from experiments.results import RESULTS_FILE, repair
 from experiments.runs import (
     RunBusy,
@@ -38,14 +30,13 @@ from experiments.runs import (
     update_meta,
     write_meta,
 )
-from experiments.schema import DEFAULT_STRATEGY
-from experiments.sink import CaseQueue, CaseSource, ResultsSink, RunFolder
-from treadwise.settings import Settings
+from experiments.sink import CaseQueue, CaseRecord, CaseSource, ResultsSink, RunFolder
+from experiments.workers import LOST, READY, Event, WorkerSpec, start_lanes
 
 __all__ = ["Progress", "SweepError", "plan_sweep", "run_sweep"]
 
 GRID_COPY, SCENARIOS_COPY, PRICES_COPY = "grid.yaml", "scenarios.yaml", "prices.yaml"
-CASES_DIR = "cases"
+__all__ += ["CASES_DIR", "strategies_supported"]
 
 
 class SweepError(ValueError):
@@ -77,14 +68,6 @@ class Budget:
         return None
 
 
-def strategies_supported() -> bool:
-    """Whether this TreadWise's agent takes a reasoning strategy (it arrives with issue 14)."""
-    from treadwise.agent import Agent
-
-    return "strategy" in inspect.signature(Agent.run).parameters or "strategy" in \
-        inspect.signature(Agent.stream).parameters
-
-
 @dataclass
 class SweepPlan:
     """What a sweep will do: its cases, those still to run, and what it runs them with."""
@@ -93,14 +76,14 @@ class SweepPlan:
     run_dir: Path
     cases: list[Case]
     todo: list[Case]
-    settings: Settings
-    models: ModelPool
-    skipped: dict[str, str]
-    tools: list
-    missing_toolsets: dict[str, str]
-    prices: Prices
+    prepared: Prepared
     finished: dict[str, str] = field(default_factory=dict)
-    judge: Judge | None = None
+    workers: int = 1
+    cache: Path | None = None
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        return self.prepared.skipped
 
     def calls_estimate(self) -> int:
         return sum(case.scenario.expected_calls for case in self.todo)
@@ -112,7 +95,7 @@ class SweepPlan:
             calls[case.cell.model] += case.scenario.expected_calls
         total, unknown = 0.0, []
         for spec, n in calls.items():
-            cost = self.prices.estimate(spec, n)
+            cost = self.prepared.prices.estimate(spec, n)
             if cost is None:
                 unknown.append(spec)
             else:
@@ -141,15 +124,17 @@ class SweepPlan:
                   f"max_cost_usd {grid.max_cost_usd:g}" if grid.max_cost_usd is not None else ""]
         if any(limits):
             yield f"  budget: {', '.join(x for x in limits if x)}"
-        yield (f"  concurrency {grid.concurrency}, timeout {grid.timeout_s:g} s per call"
-               + "".join(f", {p} limited to {r:g} req/s" for p, r in grid.rate_limits.items()))
-        if self.judge is not None:
-            yield f"  judge: {self.judge.spec} scores each case against its persona's rubric"
-        if self.models.cache is not None:
-            yield f"  response cache: {self.models.cache.store.path}"
+        processes = f" over {self.workers} processes" if self.workers > 1 else ""
+        yield (f"  concurrency {grid.concurrency}{processes}, timeout {grid.timeout_s:g} s per "
+               "call" + "".join(f", {p} limited to {r:g} req/s"
+                                for p, r in grid.rate_limits.items()))
+        if (judge := self.prepared.judge) is not None:
+            yield f"  judge: {judge.spec} scores each case against its persona's rubric"
+        if self.cache is not None:
+            yield f"  response cache: {self.cache}"
         for spec, reason in self.skipped.items():
             yield f"  skipped {spec}: {reason}"
-        for name, reason in self.missing_toolsets.items():
+        for name, reason in self.prepared.missing_toolsets.items():
             yield f"  toolset {name} unavailable ({reason}); its scenarios will fail"
 
 
@@ -176,47 +161,21 @@ def _to_run(cases: list[Case], finished: dict[str, str], retry_errors: bool) -> 
     return [c for c in cases if c.key not in finished]
 
 
-def _judge(grid: Grid, models: ModelPool, skipped: dict[str, str],
-           run_dir: Path) -> Judge | None:
-    from treadwise.errors import ModelConfigError
-
-    if not grid.judge:
-        return None
-    try:
-        model = models.build(grid.judge, 0.0)
-    except ModelConfigError as exc:
-        skipped[f"judge {grid.judge}"] = str(exc)
-        return None
-    # The judge's answers are always cached: grading the same answer twice costs nothing.
-    cache = models.cache or ResponseCache(cache_path(run_dir.parent))
-    return Judge(grid.judge, model.model_copy(update={"cache": cache.scoped(
-        f"judge|{grid.judge}")}))
-
-
 def plan_sweep(grid: Grid, run_dir: Path, *, limit: int | None = None,
                retry_errors: bool = False, cache: Path | None = None,
-               sink: ResultsSink | None = None) -> SweepPlan:
+               sink: ResultsSink | None = None, workers: int = 1) -> SweepPlan:
     """Expand the grid, build its models and tools once, and drop the cases that cannot run
     here (a missing key or package, a strategy this agent lacks) or are already done."""
     scenarios = grid.scenarios()
-    prices = load_prices(grid.prices_file)
-    settings = sweep_settings(grid, run_dir / CASES_DIR)
-    models = ModelPool(grid, settings, ResponseCache(cache) if cache else None)
-    skipped = models.prepare(grid.models, grid.temperatures)
-    judge = _judge(grid, models, skipped, run_dir)
-    if not strategies_supported():
-        for strategy in set(grid.strategies) - {DEFAULT_STRATEGY}:
-            skipped[f"strategy {strategy}"] = "this TreadWise's agent has no reasoning " \
-                                              "strategies yet (only react)"
-    tools, missing = load_toolsets(tool_context(run_dir / CASES_DIR))
+    prepared = prepare(grid, run_dir, cache=cache, rate_share=1 / workers)
+    skipped = prepared.skipped
     cases = [c for c in grid.cases(scenarios) if c.cell.model not in skipped
              and f"strategy {c.cell.strategy}" not in skipped]
     finished = (sink or RunFolder(run_dir)).finished()
     todo = _to_run(cases, finished, retry_errors)
     if limit is not None:
         todo = todo[:max(0, limit)]
-    return SweepPlan(grid, run_dir, cases, todo, settings, models, skipped, tools, missing,
-                     prices, finished, judge)
+    return SweepPlan(grid, run_dir, cases, todo, prepared, finished, workers, cache)
 
 
 def _echo_stderr(line: str) -> None:
@@ -227,7 +186,8 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
               resume: Path | None = None, strict: bool = False,
               progress: Callable[[Progress], None] | None = None, limit: int | None = None,
               report: bool = True, echo: Callable[[str], None] | None = None,
-              retry_errors: bool = False, cache: bool | Path = False) -> Path:
+              retry_errors: bool = False, cache: bool | Path = False,
+              workers: int | None = None) -> Path:
     """Run (or resume) a sweep and return its run folder.
 
     Rows are appended to RUN/results.csv and transcripts to RUN/transcripts.jsonl as cases
@@ -235,7 +195,8 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
     `progress` receives a Progress after every case (a tqdm bar on stderr when not given);
     `echo` receives the plan lines (stderr by default). `retry_errors` (with `resume`) runs
     again only the cases whose latest row is an error. `cache` (True, or the SQLite file to
-    use) answers identical model requests from the response cache.
+    use) answers identical model requests from the response cache. `workers` (default: the
+    grid's) is how many processes share the cases in flight.
     """
     echo = echo or _echo_stderr
     if retry_errors and resume is None:
@@ -255,7 +216,8 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
         with locked(run_dir):
             _sweep(grid, run_dir, resume=resume is not None, strict=strict, progress=progress,
                    echo=echo, plan_options={"limit": limit, "retry_errors": retry_errors,
-                                            "cache": cache_file})
+                                            "cache": cache_file,
+                                            "workers": workers or grid.workers})
     except RunBusy as exc:
         raise SweepError(str(exc)) from None
     if report:
@@ -284,8 +246,7 @@ def _sweep(grid: Grid, run_dir: Path, *, resume: bool, strict: bool,
     finally:
         if bar is not None:
             bar.close()
-        if plan.models.cache is not None:
-            plan.models.cache.close()
+        plan.prepared.close()
     if stop:
         echo(f"stopped launching new cases: {stop}")
 
@@ -304,11 +265,22 @@ def _start_meta(plan: SweepPlan) -> dict[str, Any]:
         "pid": os.getpid(), "grid_name": grid.name, "grid_file": str(grid.path),
         "description": grid.description, "cells": len({c.cell for c in plan.cases}),
         "cases": len(plan.cases), "skipped_models": plan.skipped,
-        "missing_toolsets": plan.missing_toolsets, "judge": grid.judge,
+        "missing_toolsets": plan.prepared.missing_toolsets, "judge": grid.judge,
+        "workers": plan.workers,
         "budget": {"max_calls": grid.max_calls, "max_cost_usd": grid.max_cost_usd},
         "budget_stop": None, "package_version": treadwise.__version__,
         "git_commit": meta.get("git_commit") or git_commit(), "attempts": attempts,
     }
+
+
+def _spec(plan: SweepPlan, meta: dict[str, Any]) -> WorkerSpec:
+    import treadwise
+
+    folder = plan.run_dir
+    prices = folder / PRICES_COPY
+    return WorkerSpec(folder, folder / GRID_COPY, folder / SCENARIOS_COPY,
+                      prices if prices.exists() else None, plan.cache, 1 / plan.workers,
+                      plan.grid.concurrency, treadwise.__version__, meta["git_commit"])
 
 
 def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
@@ -317,23 +289,25 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
 
     meta = _start_meta(plan)
     write_meta(plan.run_dir, meta)
-    runner = CaseRunner(RunContext(
-        run_id=plan.run_dir.name, grid=plan.grid, cases_dir=plan.run_dir / CASES_DIR,
-        settings=plan.settings, models=plan.models, prices=plan.prices, tools=plan.tools,
-        package_version=treadwise.__version__, git_commit=meta["git_commit"],
-        judge=plan.judge))
+    runner = plan.prepared.runner(plan.grid, plan.run_dir,
+                                  package_version=treadwise.__version__,
+                                  git_commit=meta["git_commit"])
     tally = _Tally(Budget(plan.grid.max_calls, plan.grid.max_cost_usd), progress)
     tally.start(plan)
     started, status = time.perf_counter(), "interrupted"
     launched, stop = 0, None
-    pool = ThreadPoolExecutor(max_workers=plan.grid.concurrency, thread_name_prefix="case")
+    events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+    spec = _spec(plan, meta) if plan.workers > 1 and len(plan.todo) > 1 else None
+    lanes = start_lanes(runner, plan.grid.concurrency, spec, plan.workers, events)
     try:
         with RunFolder(plan.run_dir) as sink:
-            launched, stop = _drive(pool, runner, CaseQueue(plan.todo), sink, tally,
-                                    plan.grid.concurrency)
+            launched, stop = _drive(lanes, events, CaseQueue(plan.todo), sink, tally,
+                                    plan.grid.concurrency,
+                                    _lost_record(runner, {c.key: c for c in plan.todo}))
         status = "stopped_by_budget" if stop else "finished"
     finally:
-        pool.shutdown(wait=status != "interrupted", cancel_futures=True)
+        for lane in lanes:
+            lane.close(wait=status != "interrupted")
         update_meta(plan.run_dir, status=status, finished=datetime.now(UTC).isoformat(
             timespec="seconds"), duration_s=round(time.perf_counter() - started, 2),
             budget_stop={"reason": stop, "not_launched": len(plan.todo) - launched}
@@ -370,25 +344,51 @@ class _Tally:
                                label, counts["error"]))
 
 
-def _drive(pool: ThreadPoolExecutor, runner: CaseRunner, source: CaseSource,
-           sink: ResultsSink, tally: _Tally, concurrency: int) -> tuple[int, str | None]:
-    """Keep `concurrency` cases in flight until done or over budget; keep each record as it
-    finishes. Returns (cases launched, budget stop reason or None)."""
-    pending: set[Future] = set()
-    launched, stop = 0, None
+def _lost_record(runner: Any, cases: dict[str, Case]) -> Callable[[str], CaseRecord]:
+    """An error record for a case a worker process took with it when it died."""
+    from experiments.cache import CacheTally
+    from experiments.cases import Conversation
+    from experiments.checks import CheckResult
+    from experiments.records import case_record
+
+    def record(key: str) -> CaseRecord:
+        why = "the worker process running this case died"
+        return case_record(runner.context, cases[key], Conversation(harness_error=why),
+                           [CheckResult(HARNESS_ERROR, False, why)], CacheTally(), None)
+
+    return record
+
+
+def _drive(lanes: list[Any], events: queue.SimpleQueue, source: CaseSource,
+           sink: ResultsSink, tally: _Tally, concurrency: int,
+           lost_record: Callable[[str], CaseRecord]) -> tuple[int, str | None]:
+    """Keep `concurrency` cases in flight over the ready lanes until done or over budget; keep
+    each record as it finishes. Returns (cases launched, budget stop reason or None)."""
+    in_flight, launched, stop = 0, 0, None
     while True:
-        while len(pending) < concurrency and stop is None:
+        while in_flight < concurrency and stop is None:
             if (stop := tally.budget.exceeded()) is not None:
                 break
             case = source.claim()
             if case is None:
                 break
-            pending.add(pool.submit(runner.run, case))
+            # The least busy ready lane; other processes before this one's threads on a tie.
+            min((lane for lane in lanes if lane.ready),
+                key=lambda lane: lane.in_flight).submit(case)
+            in_flight += 1
             launched += 1
-        if not pending:
+        if in_flight == 0:
             return launched, stop
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        for future in finished:
-            record = future.result()
+        event = events.get()
+        if event.kind == READY:
+            event.lane.ready = True
+            continue
+        records = [event.record] if event.record is not None else []
+        if event.kind == LOST:
+            event.lane.ready = False
+            records = [lost_record(key) for key in event.keys]
+        for record in records:
+            event.lane.in_flight -= 1
+            in_flight -= 1
             sink.write(record)
             tally.add(record.row)

@@ -69,6 +69,7 @@ class GridFile(Strict):
     exclude: list[dict[str, Any]] = []
     repeats: Annotated[int, Field(ge=1, le=1000)] = 1
     concurrency: Annotated[int, Field(ge=1, le=64)] = 4
+    workers: Annotated[int, Field(ge=1, le=16)] = 1
     timeout_s: Annotated[float, Field(ge=0.1, le=3600)] = 60.0
     max_retries: Annotated[int, Field(ge=0, le=10)] | None = None
     max_retry_wait_s: Annotated[float, Field(ge=0, le=600)] | None = None

@@ -108,7 +108,9 @@ def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
             error = f"{type(exc).__name__}: {exc}"
             fig = empty(plt, f"This chart could not be drawn: {error}")
         fig.suptitle(item.title, fontsize=12, fontweight="bold")
-        fig.tight_layout()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # a crowded chart keeps its layout
+            fig.tight_layout()
         fig.savefig(charts_dir / item.name, dpi=DPI)
         plt.close(fig)
         written.append(ChartFile(item.title, item.name, item.caption, error))
