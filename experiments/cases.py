@@ -211,11 +211,16 @@ class CaseRunner:
     def run(self, case: Case) -> CaseRecord:
         """Run one case and return its record; never raises."""
         case_dir = self.context.cases_dir / case.key
-        shutil.rmtree(case_dir, ignore_errors=True)
+        keep = self.context.grid.keep_cases
+        if case_dir.exists():  # a case run again starts clean
+            shutil.rmtree(case_dir, ignore_errors=True)
         cache = start_cache_tally()
         talk = Conversation()
         try:
-            case_dir.mkdir(parents=True)
+            # Tools create the folder when they first write (a lead, a plot), so most cases
+            # of a big sweep never touch the disk.
+            if keep == "all":
+                case_dir.mkdir(parents=True)
             self._converse(case, case_dir, talk)
             checks = evaluate(case.scenario.checks, Outcome(list(case.scenario.turns),
                                                             talk.turns, case_dir))
@@ -223,8 +228,8 @@ class CaseRunner:
             talk.harness_error = f"{type(exc).__name__}: {exc}"
             checks = [CheckResult(HARNESS_ERROR, False, talk.harness_error)]
         record = case_record(self.context, case, talk, checks, cache, self._grade(case, talk))
-        keep = self.context.grid.keep_cases
-        if keep == "none" or (keep == "failed" and record.row["status"] == "ok"):
+        if case_dir.exists() and (keep == "none" or (keep == "failed"
+                                                     and record.row["status"] == "ok")):
             shutil.rmtree(case_dir, ignore_errors=True)
         return record
 

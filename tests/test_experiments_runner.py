@@ -190,12 +190,16 @@ def test_every_case_has_its_own_data_dir(tmp_path):
         assert [lead["email"] for lead in Store(folder).leads()] == ["ana@fleetco.com"]
 
 
-def test_successful_cases_leave_no_data_dir_by_default(tmp_path):
-    grid = write_grid(tmp_path, [HOURS, {**HOURS, "id": "impossible",
-                                         "checks": [{"kind": "answer_matches",
-                                                     "pattern": "Ulaanbaatar"}]}])
+def test_only_failed_cases_keep_what_they_wrote_by_default(tmp_path):
+    lead = next(s for s in yaml.safe_load(DEFAULT_SCENARIOS.read_text())["scenarios"]
+                if s["id"] == "lead_single")
+    grid = write_grid(tmp_path, [lead, {**lead, "id": "lead_wrong", "checks": [
+        {"kind": "answer_matches", "pattern": "Ulaanbaatar"}]}, HOURS])
     run_dir, _ = sweep(grid, tmp_path / "out")
-    assert [p.name.split("-", 1)[1] for p in (run_dir / "cases").iterdir()] == ["impossible-r1"]
+    # The passing lead case wrote a database too, but only the failure keeps its folder; a
+    # case that wrote nothing never had one.
+    (kept,) = (run_dir / "cases").iterdir()
+    assert kept.name.endswith("-lead_wrong-r1") and (kept / "leads.db").exists()
 
 
 def test_budget_stops_launching_new_cases(tmp_path):
