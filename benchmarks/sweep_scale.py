@@ -154,9 +154,11 @@ def main() -> None:
           f"{cpu / rows * 1000:.1f} ms CPU and {elapsed / rows * 1000:.1f} ms wall per case; "
           f"the same turns on bare agents (first {REFERENCE} cases): "
           f"{bare_cpu * 1000:.1f} ms CPU and {bare_wall * 1000:.1f} ms wall per case")
+    during = max(mb for _, mb in memory.samples)
     print(f"  memory (RSS): {memory.at(0.1):.0f} MB at 10%, {memory.at(0.5):.0f} MB at 50%, "
           f"{memory.at(0.9):.0f} MB at 90%, {memory.samples[-1][1]:.0f} MB at the end; "
-          f"peak {peak:.0f} MB")
+          f"peak {during:.0f} MB during the sweep ({peak:.0f} MB for the whole process, "
+          "which then reads every row and builds the bare agents)")
     print(f"  transcripts.jsonl: {transcripts:.1f} MB ({transcripts * 1e3 / rows:.2f} kB a case)")
     print(f"  machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
 

@@ -116,6 +116,8 @@ def test_a_killed_sweep_resumes_without_running_any_case_twice(repo, tmp_path):
     rows_before = read_rows(run_dir / RESULTS_FILE)
     assert 15 <= len(rows_before) < total, "the sweep must be killed midway"
     assert read_meta(run_dir)["status"] == "running"
+    listing = cli(repo, "list", "--out", str(out))
+    assert run_dir.name in listing.stdout and listing.stdout.rstrip().endswith("interrupted")
 
     done = cli(repo, "run", "--resume", str(run_dir), "--no-report")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -262,6 +264,9 @@ def test_a_429_with_retry_after_is_absorbed(tmp_path, monkeypatch):
     assert elapsed >= 1.0
     assert row["provider"] == "openai" and row["model"] == "gpt-4o-mini"
     assert int(row["input_tokens"]) == 22 and float(row["cost_usd"]) > 0
+    # The wait is visible beside the latency, and so is the refused request.
+    assert row["http_attempts"] == "3" and 1.0 <= float(row["retry_wait_s"]) < 2.0
+    assert float(row["ttft_s"]) >= 1.0
 
 
 def test_a_model_that_only_fails_gives_error_rows_and_the_sweep_completes(tmp_path,
