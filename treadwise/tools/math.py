@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
-from treadwise.safemath import MathEngine, MathInputError, get_engine
+from treadwise.safemath import MathEngine, MathError, get_engine
 from treadwise.tools import ToolContext
 
 
@@ -18,7 +18,7 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
     def run(op: str, **kwargs: Any) -> Any:
         try:
             return engine.run(op, **kwargs)
-        except MathInputError as exc:
+        except MathError as exc:
             raise ToolException(str(exc)) from None
 
     def add(a: float, b: float) -> str:
