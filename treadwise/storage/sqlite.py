@@ -12,18 +12,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from treadwise.emails import ADDRESS_RE
+
 DB_NAME = "leads.db"
-BUSY_TIMEOUT_S = 10.0
+BUSY_TIMEOUT_S = 30.0  # a busy writer waits rather than losing a lead on a loaded machine
 MAX_EMAIL = 254
 MAX_NAME = 100
 MAX_MESSAGE = 2000
 MAX_QUESTION = 2000
 
-# One plain address: no display name, no quoting, no list, a dotted domain with a real TLD.
-_EMAIL = re.compile(
-    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
-)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -74,7 +71,7 @@ def validate_email(email: str) -> str:
         raise InvalidLead("give exactly one plain e-mail address (no commas, semicolons or <>)")
     if re.search(r"\s", email) or _CONTROL.search(email):
         raise InvalidLead("the e-mail address must not contain spaces or control characters")
-    if not _EMAIL.fullmatch(email):
+    if not ADDRESS_RE.fullmatch(email):
         raise InvalidLead(f"{email!r} is not a valid e-mail address like name@example.com")
     return email
 
