@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from treadwise.errors import ModelConfigError
+from treadwise.errors import ModelConfigError, redact
 from treadwise.settings import Settings
 
 OFFLINE_LABEL = "offline (rule-based, not an LLM)"
+MAX_SPEC_CHARS = 200
+SHOWN_SPEC_CHARS = 60
+# Provider and model names, and local model paths: nothing that could carry markup or escapes.
+_SPEC_CHARS = re.compile(r"[\w .:/@+~=-]+")
 ENTRY_POINT_GROUP = "treadwise.models"
 Provider = Callable[[str, float, Settings, Mapping[str, str], int | None], Any]
 # Providers registered at run time (embedding apps, tests); they win over everything else.
@@ -68,9 +73,25 @@ def find_provider(name: str) -> Provider | None:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def check_spec(spec: str) -> str:
+    """The spec stripped, or one line saying why it cannot be a spec: too long, odd characters,
+    or an API key pasted into it (the key itself is never repeated)."""
+    spec = (spec or "").strip()
+    if len(spec) > MAX_SPEC_CHARS:
+        raise ModelConfigError(f"the model spec is {len(spec):,} characters long; the limit is "
+                               f"{MAX_SPEC_CHARS}")
+    if redact(spec) != spec:
+        raise ModelConfigError("the model spec looks like it contains an API key; set keys in "
+                               "environment variables (such as OPENAI_API_KEY), never in the spec")
+    if not _SPEC_CHARS.fullmatch(spec or "offline"):
+        raise ModelConfigError("a model spec may hold only letters, digits, spaces and . _ - : / "
+                               "@ + ~ =, like openai:gpt-4o-mini")
+    return spec
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """Split a spec into (provider, model); a bare gpt-/gemini- name gets its provider."""
-    spec = (spec or "").strip()
+    spec = check_spec(spec)
     if spec in ("", "offline"):
         return "offline", "rule-based"
     name, sep, model = spec.partition(":")
@@ -87,7 +108,16 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 def display_name(spec: str) -> str:
-    provider_name, model = parse_spec(spec)
+    """How a spec is shown (CLI JSON, reply footers, exports); never raises, never shows a key.
+
+    A spec that cannot be used is shown redacted, on one line and cut short.
+    """
+    try:
+        provider_name, model = parse_spec(spec)
+    except ModelConfigError:
+        text = "".join(c if c.isprintable() else " " for c in redact(str(spec or "")))
+        text = " ".join(text.split())
+        return text if len(text) <= SHOWN_SPEC_CHARS else text[:SHOWN_SPEC_CHARS - 3] + "..."
     if provider_name == "offline":
         return OFFLINE_LABEL
     return f"{provider_name}:{model}"

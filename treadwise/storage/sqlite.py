@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from treadwise.emails import ADDRESS_RE
+from treadwise.errors import redact
 
 DB_NAME = "leads.db"
 BUSY_TIMEOUT_S = 30.0  # a busy writer waits rather than losing a lead on a loaded machine
@@ -77,7 +78,7 @@ def validate_email(email: str) -> str:
 
 
 def _validate_text(value: str, field: str, limit: int, *, required: bool, lines: bool) -> str:
-    value = value.strip()
+    value = redact(value).strip()  # a key typed into a lead or question is never stored
     if required and not value:
         raise InvalidLead(f"the {field} is empty")
     if len(value) > limit:
