@@ -3,6 +3,7 @@
 from treadwise.agent.agent import (
     Agent,
     Event,
+    StageFinished,
     TextDelta,
     ToolFinished,
     ToolStarted,
@@ -11,5 +12,5 @@ from treadwise.agent.agent import (
     TurnResult,
 )
 
-__all__ = ["Agent", "Event", "TextDelta", "ToolFinished", "ToolStarted", "ToolStep",
+__all__ = ["Agent", "Event", "StageFinished", "TextDelta", "ToolFinished", "ToolStarted", "ToolStep",
            "TurnFinished", "TurnResult"]
