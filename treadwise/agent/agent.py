@@ -278,7 +278,9 @@ class Agent:
             result.usage["input_tokens"] += int(usage.get("input_tokens", 0))
             result.usage["output_tokens"] += int(usage.get("output_tokens", 0))
         if strategy != DEFAULT_STRATEGY:
-            result.strategy = {"name": strategy, **trace}
+            chosen = get_strategy(strategy)
+            result.strategy = {"name": strategy, "budget": chosen.budget_for(self.settings),
+                               **trace}
         if not steps:
             for m in turn:
                 if isinstance(m, ToolMessage):

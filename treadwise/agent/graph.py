@@ -21,7 +21,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 
 from treadwise.agent import policy
 from treadwise.agent.state import TurnContext
-from treadwise.conversation import current_turn
+from treadwise.conversation import STAGE_KEY, current_turn
 from treadwise.errors import redact
 from treadwise.personas import Persona
 
@@ -30,9 +30,6 @@ EMPTY_REPLY_NUDGE = (
     "Your previous reply was empty or could not be read. Answer my last message directly in "
     "plain text, using the tool results above if there are any."
 )
-# Marks the trailing message that hands a stage its material (a plan, a draft, notes), so a
-# model reading the prompt can tell it from the customer's own words.
-STAGE_KEY = "treadwise_stage"
 
 
 def format_tool_error(error: Exception) -> str:
@@ -88,10 +85,6 @@ def nudges(count: int) -> list[HumanMessage]:
 def stage_message(text: str, stage: str) -> HumanMessage:
     """The material a stage works on, as the prompt's last message."""
     return HumanMessage(text, additional_kwargs={STAGE_KEY: stage})
-
-
-def is_stage_message(message: AnyMessage) -> bool:
-    return bool(message.additional_kwargs.get(STAGE_KEY))
 
 
 def fallback_answer(messages: Sequence[AnyMessage]) -> str:
