@@ -12,5 +12,5 @@ from treadwise.agent.agent import (
     TurnResult,
 )
 
-__all__ = ["Agent", "Event", "StageFinished", "TextDelta", "ToolFinished", "ToolStarted", "ToolStep",
-           "TurnFinished", "TurnResult"]
+__all__ = ["Agent", "Event", "StageFinished", "TextDelta", "ToolFinished", "ToolStarted",
+           "ToolStep", "TurnFinished", "TurnResult"]
