@@ -131,11 +131,13 @@ class Agent:
                  system_prompt: Any = None):
         from treadwise.storage.memory import open_checkpointer
         from treadwise.tools import ToolContext, get_tools
+        from treadwise.tools.web import web_search_enabled
 
         self.settings = settings or Settings.from_env()
         if tools is None:
             context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config)
-            names = toolsets + (("mcp",) if self.settings.mcp_config else ())
+            names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
+                + (("web",) if web_search_enabled() else ())
             tools = get_tools(*names, context=context)
         self.tools = tools
         self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir)
