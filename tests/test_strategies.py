@@ -230,7 +230,9 @@ def test_every_strategy_runs_on_the_offline_model(data_dir, strategy):
         assert stages == result.strategy["stages"]
     if strategy == "think-write":
         # Thoughts are shown as stages, never mixed into the answer.
-        assert all(s["text"] not in result.answer for s in stages if s["name"] == "think")
+        thoughts = [s["text"] for s in stages if s["name"] == "think"]
+        assert len(thoughts) == 3 and "Next I call add" in thoughts[0]
+        assert all(text not in result.answer for text in thoughts)
 
 
 def test_memory_carries_across_strategies(data_dir):
@@ -256,3 +258,22 @@ def test_self_consistency_from_the_command_line(data_dir):
     assert {a["approach"] for a in strategy["attempts"]} == {"react", "steps", "program"}
     assert strategy["vote"]["winner"] == "81" and strategy["vote"]["majority"] is True
     assert data["llm_calls"] <= strategy["budget"]
+
+
+def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
+    from gradio_client import Client
+
+    from tests.webapp import chat_text, serve_in_process
+
+    settings = Settings(data_dir=data_dir)
+    with serve_in_process(settings) as url:
+        client = Client(url, verbose=False)
+        chatbot, *_ = client.predict("Add 5 and 4, then square the result", "technical",
+                                     "offline", "", 0.0, "think-write", api_name="/send")
+    titles = [(m.get("metadata") or {}).get("title") or "" for m in chatbot]
+    thoughts = [t for t in titles if t.startswith("Thought (private")]
+    assert len(thoughts) == 3 and "Tool: add" in titles and "Stage: write" in titles
+    # The thoughts come before the tool they led to, and the answer comes last.
+    assert titles.index(thoughts[0]) < titles.index("Tool: add")
+    answer = chat_text(chatbot[-1:])
+    assert "81" in answer and "The customer asks" not in answer

@@ -12,8 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.tools import StructuredTool, ToolException
-
 from treadwise.errors import redact
 
 if TYPE_CHECKING:
@@ -55,6 +53,8 @@ def render(query: str, found: dict[str, Any]) -> str:
 
 def web_tools(context: ToolContext, env: Mapping[str, str] | None = None) -> list[BaseTool]:
     """`web_search`, when TAVILY_API_KEY is set; no tools otherwise."""
+    from langchain_core.tools import StructuredTool, ToolException
+
     env = os.environ if env is None else env
     if not web_search_enabled(env):
         return []
@@ -75,6 +75,8 @@ def web_tools(context: ToolContext, env: Mapping[str, str] | None = None) -> lis
         Args:
             query: What to search for, in a few words.
         """
+        from langchain_core.tools import ToolException
+
         try:
             found = _POOL.submit(search.invoke, {"query": query}).result(timeout=TIMEOUT_S)
         except FutureTimeout:

@@ -51,9 +51,6 @@ class Strategy:
         value = getattr(settings, self.budget_setting, None) if self.budget_setting else None
         return int(value) if value else self.budget
 
-    def label(self, settings: Any = None) -> str:
-        return f"{self.name} (at most {self.budget_for(settings)} model calls)"
-
 
 def recursion_limit(budget: int) -> int:
     """A backstop only: every model call is one step, plus its tools and the bookkeeping."""

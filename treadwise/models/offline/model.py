@@ -89,7 +89,7 @@ class OfflineModel(BaseChatModel):
         message = self._reply(messages, kwargs)
         if message.tool_calls:
             chunk = AIMessageChunk(
-                content="", id=message.id, usage_metadata=message.usage_metadata,
+                content=message.content, id=message.id, usage_metadata=message.usage_metadata,
                 tool_call_chunks=[
                     {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
                     for i, c in enumerate(message.tool_calls)
