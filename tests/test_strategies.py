@@ -4,6 +4,7 @@ misbehaves, a non-empty answer, and every strategy on the offline model."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -277,3 +278,16 @@ def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
     assert titles.index(thoughts[0]) < titles.index("Tool: add")
     answer = chat_text(chatbot[-1:])
     assert "81" in answer and "The customer asks" not in answer
+
+
+def test_architecture_shows_each_strategy_graph_as_compiled(data_dir):
+    blocks = re.findall(r"```mermaid\n(.*?)```", (REPO / "ARCHITECTURE.md").read_text(), re.S)
+    agent = Agent(Settings(data_dir=data_dir), tools=[lookup])
+    names = ["react", "plan-verify", "think-write", "self-consistency"]
+    assert len(blocks) == len(names)
+    for name, block in zip(names, blocks, strict=True):
+        shown = {(a, b, arrow == "-.->")
+                 for a, arrow, b in re.findall(r"(\w+) (-->|-\.->) (\w+);", block)}
+        compiled = {(e.source, e.target, e.conditional)
+                    for e in agent.graph_for(name).get_graph().edges}
+        assert shown == compiled, name
