@@ -291,3 +291,48 @@ def test_architecture_shows_each_strategy_graph_as_compiled(data_dir):
         compiled = {(e.source, e.target, e.conditional)
                     for e in agent.graph_for(name).get_graph().edges}
         assert shown == compiled, name
+
+
+@pytest.mark.parametrize("strategy", ["plan-verify", "think-write", "self-consistency"])
+def test_a_provider_failure_in_any_stage_is_one_friendly_error(data_dir, strategy):
+    def fail(messages, kwargs):
+        if stage_of(messages) != "plan":
+            raise TimeoutError("read timed out")
+        return AIMessage("Problem type: arithmetic")
+
+    model = ScriptedModel(script=[fail])
+    agent = Agent(Settings(data_dir=data_dir), tools=[lookup], models={"scripted": model})
+    result = agent.run("hello", thread_id="F", model="scripted", strategy=strategy)
+    assert result.error.type == "timeout" and not result.answer
+    model.script[:] = [AIMessage("Final answer: back again")]
+    again = agent.run("still there?", thread_id="F", model="scripted", strategy=strategy)
+    assert again.error is None and "back again" in again.answer
+
+
+def test_an_unknown_strategy_is_a_clear_error_before_any_model_call(data_dir):
+    model = ScriptedModel(script=[AIMessage("never")])
+    result = run(data_dir, model, "tree-of-thought")
+    assert result.error.type == "config" and "unknown strategy" in result.error.message
+    assert model.calls == []
+
+
+def test_the_offline_model_runs_a_strategy_deterministically(data_dir):
+    agent = Agent(Settings(data_dir=data_dir), toolsets=("math",))
+    first, second = (agent.run("What is 12 times 7, then add 6?", strategy="self-consistency")
+                     for _ in range(2))
+    assert first.answer == second.answer and "90" in first.answer
+    assert first.strategy["attempts"] == second.strategy["attempts"]
+
+
+def test_a_hosted_model_never_receives_the_stage_keyword(data_dir, monkeypatch):
+    from tests.loopback import OpenAIServer, Reply, scripted
+
+    with OpenAIServer(scripted(Reply(text="VERDICT: OK. Final answer: 81"))) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-strategies")
+        agent = Agent(Settings(data_dir=data_dir, timeout_s=5), tools=[lookup])
+        result = agent.run("What does tread mean?", model="openai:gpt-4o-mini",
+                           strategy="plan-verify")
+    assert result.error is None and result.answer
+    assert len(server.requests) == result.llm_calls == 4
+    assert all("stage" not in body for body in server.requests)
