@@ -336,3 +336,13 @@ def test_a_hosted_model_never_receives_the_stage_keyword(data_dir, monkeypatch):
     assert result.error is None and result.answer
     assert len(server.requests) == result.llm_calls == 4
     assert all("stage" not in body for body in server.requests)
+
+
+def test_a_question_that_is_not_math_gets_one_attempt_and_a_real_answer(data_dir):
+    agent = Agent(Settings(data_dir=data_dir), toolsets=("business",))
+    result = agent.run("Do you sell motorcycle tires?", strategy="self-consistency")
+    assert [a["approach"] for a in result.strategy["attempts"]] == ["react"]
+    assert "skipped" in result.strategy["vote"] and "correct" not in stage_names(result)
+    assert "passed it on" in result.answer and "couldn't work" not in result.answer
+    checked = agent.run("Do you sell motorcycle tires?", strategy="plan-verify")
+    assert stage_names(checked).count("validate") == 1 and checked.llm_calls == 5

@@ -58,8 +58,8 @@ disagreed or failed; they are listed below. Find where they went wrong, work out
 answer, and end with a line `Final answer: <value>`."""
 WRITE = """\
 Stage: write. Do not call tools. Write the final reply to the customer's last message in your
-persona's voice, stating the agreed answer below and how it was found in a sentence or two.
-Never mention attempts, votes or stages."""
+persona's voice from the notes below: state the agreed answer (or the draft's) and how it was
+found in a sentence or two. Never mention attempts, votes, drafts or stages."""
 NON_MATH = ("business", "other")
 FINAL_RE = re.compile(r"final answer\s*(?:is|:|=)\s*(.+)", re.IGNORECASE)
 NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
@@ -242,6 +242,8 @@ def build(kit: Kit) -> Any:
 
     def vote(state: AgentState) -> Command:
         trace = state.get("trace") or {}
+        if len(trace["order"]) == 1:
+            return _no_vote(trace)
         result = tally(trace["attempts"])
         counts = ", ".join(f"{answer}: {n}" for answer, n in result["counts"].items())
         text = (f"Majority: {result['winner']} ({counts})" if result["majority"]
@@ -263,18 +265,7 @@ def build(kit: Kit) -> Any:
         return {"iterations": state.get("iterations", 0) + 1, "trace": trace}
 
     def write_node(state: AgentState, runtime: Runtime[TurnContext]) -> Command:
-        trace = state.get("trace") or {}
-        result = trace.get("vote") or {}
-        answer = result.get("corrected") or result.get("winner")
-        backing = next((i for i, a in enumerate(trace.get("attempts", []))
-                        if answer is not None and a["answer"] == answer), None)
-        history = question(state["messages"])
-        if backing is not None:
-            history += own(state["messages"], backing)
-        work = trace["attempts"][backing]["text"] if backing is not None else ""
-        notes = material(agreed_answer=_agreed(result, answer), supporting_work=work)
-        fallback = (f"The answer is {answer}." if answer is not None
-                    else fallback_answer(state["messages"]))
+        history, notes, fallback = _write_up(state.get("trace") or {}, state["messages"])
         return write(parts, state, runtime, budget=budget, instructions=WRITE,
                      material=notes, fallback=fallback, history=history)
 
@@ -325,6 +316,43 @@ def _answer_of(approach: str, text: str, mine: list[AnyMessage]) -> str | None:
     if text.strip() or approach != "react":
         return extract_answer(text)
     return extract_answer(results[-1].text) if results else None
+
+
+def _write_up(trace: dict[str, Any],
+              messages: list[AnyMessage]) -> tuple[list[AnyMessage], str, str]:
+    """What the writer sees: the question with the backing attempt's work, the notes, and the
+    answer to give when no call is left."""
+    result = trace.get("vote") or {}
+    answer = result.get("corrected") or result.get("winner")
+    attempts = trace.get("attempts", [])
+    backing = _backing(result, attempts, answer)
+    history = question(messages)
+    if backing is not None:
+        history += own(messages, backing)
+    work = attempts[backing]["text"] if backing is not None else ""
+    notes = (material(draft_answer=work) if result.get("skipped")
+             else material(agreed_answer=_agreed(result, answer), supporting_work=work))
+    fallback = (f"The answer is {answer}." if answer is not None
+                else work.strip() or fallback_answer(messages))
+    return history, notes, fallback
+
+
+def _no_vote(trace: dict[str, Any]) -> Command:
+    """A single attempt (not a math problem) is written up as it is: nothing to vote on."""
+    result = {"counts": {}, "winner": None, "majority": False, "attempts": 1,
+              "skipped": "one attempt: not a math problem, nothing to vote on"}
+    return Command(update={"trace": record({**trace, "vote": result}, "vote",
+                                           result["skipped"])}, goto="write")
+
+
+def _backing(result: dict[str, Any], attempts: list[dict[str, Any]],
+             answer: str | None) -> int | None:
+    """The attempt whose work the answer is written from: the only one, or the first that
+    reached the agreed answer."""
+    if result.get("skipped"):
+        return 0 if attempts else None
+    return next((i for i, a in enumerate(attempts)
+                 if answer is not None and a["answer"] == answer), None)
 
 
 def _agreed(result: dict[str, Any], answer: str | None) -> str:

@@ -112,6 +112,8 @@ def _validate(reading: Reading, tools: list[dict], tool_choice: str | None) -> s
     good = [m for m in reading.results if m.status != "error"]
     if not good:
         return "VERDICT: OK - no tool result to check the draft against."
+    if problem_type(reading.plan) not in ("arithmetic", "calculus"):
+        return "VERDICT: OK - the draft reports what the tools returned."
     expected = _value(good[-1].text)
     match = DRAFT_RE.search(reading.material)
     draft = (match.group(1) if match else reading.material).replace(",", "")
