@@ -53,7 +53,7 @@ def render(query: str, found: dict[str, Any]) -> str:
 
 def web_tools(context: ToolContext, env: Mapping[str, str] | None = None) -> list[BaseTool]:
     """`web_search`, when TAVILY_API_KEY is set; no tools otherwise."""
-    from langchain_core.tools import StructuredTool, ToolException
+    from langchain_core.tools import StructuredTool
 
     env = os.environ if env is None else env
     if not web_search_enabled(env):
@@ -61,8 +61,8 @@ def web_tools(context: ToolContext, env: Mapping[str, str] | None = None) -> lis
     try:
         from langchain_tavily import TavilySearch
     except ImportError:
-        raise ToolException("the package langchain-tavily is not installed: "
-                            "pip install langchain-tavily") from None
+        raise ValueError("TAVILY_API_KEY is set but the package langchain-tavily is not "
+                         "installed: pip install langchain-tavily") from None
     options: dict[str, Any] = {"max_results": MAX_RESULTS, "tavily_api_key": env[KEY_VARIABLE]}
     if base := env.get(BASE_URL_VARIABLE, "").strip():
         options["api_base_url"] = base.rstrip("/")
