@@ -9,6 +9,7 @@ from pathlib import Path
 
 MAX_ITERATIONS = 5
 DEFAULT_MAX_INPUT_CHARS = 4000
+CONSISTENCY_APPROACHES = ("react", "steps", "program")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -35,6 +36,10 @@ class Settings:
     port: int = 7860
     auth: tuple[str, str] | None = None
     mcp_config: Path | None = None
+    # self-consistency: attempts per question, their approaches in turn, model calls per turn
+    consistency_k: int = 3
+    consistency_approaches: tuple[str, ...] = CONSISTENCY_APPROACHES
+    consistency_budget: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -57,6 +62,11 @@ class Settings:
             port=int(_float(env, "TREADWISE_PORT", 7860)),
             auth=auth,
             mcp_config=Path(mcp) if mcp else None,
+            consistency_k=int(_float(env, "TREADWISE_CONSISTENCY_K", 3)),
+            consistency_approaches=tuple(
+                env.get("TREADWISE_CONSISTENCY_APPROACHES", "").replace(",", " ").split())
+            or CONSISTENCY_APPROACHES,
+            consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
         )
 
     def ensure_data_dir(self) -> Path:

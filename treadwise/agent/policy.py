@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
-from treadwise.conversation import current_turn
+from treadwise.conversation import current_turn, stage_of
 from treadwise.emails import find_emails
 
 LEAD_TOOL = "record_customer_interest"
@@ -90,7 +90,9 @@ def consent_refusal(email: str, messages: Sequence[AnyMessage]) -> str | None:
     if email in addresses or email.partition("@")[2] in domains:
         return (f"Refused: {email} is TreadWise's own address, not the customer's. If the "
                 "customer wants to be contacted, ask for their own e-mail address.")
-    recent = [m.text for m in messages if isinstance(m, HumanMessage)][-RECENT_MESSAGES:]
+    # Only the customer's messages: a strategy's stage material is not their words.
+    recent = [m.text for m in messages
+              if isinstance(m, HumanMessage) and not stage_of(m)][-RECENT_MESSAGES:]
     own = [own_words(text) for text in recent]
     given = next((text for text in reversed(own) if email in _addresses(text)), None)
     if given is None:

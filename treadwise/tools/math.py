@@ -25,6 +25,12 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
     return tools
 
 
+def program_tools(context: ToolContext) -> list[BaseTool]:
+    """The restricted program tool (self-consistency's program-aided attempts use it)."""
+    box = MathToolbox(context, context.extra.get("math_engine") or get_engine())
+    return [StructuredTool.from_function(box.run_program, parse_docstring=True)]
+
+
 def session_of(config: RunnableConfig | None) -> str | None:
     """The conversation a tool call belongs to (its thread id), for the math pool's fair shares."""
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
@@ -183,3 +189,14 @@ class MathToolbox:
         path = (self.context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
         return self._run(config, "plot_area", expression=expression, lower=lower, upper=upper,
                          variable=variable, out_path=str(path))
+
+    def run_program(self, program: str, *, config: RunnableConfig) -> str:
+        """Run a short math program in the sandbox and give each line's value and the result.
+        One statement per line: `name = expression`, or a final expression whose value is the
+        result. Expressions use numbers, + - * / ** %, names assigned above, and the math
+        functions (sqrt, sin, ln, factorial, ...). Nothing else is allowed.
+
+        Args:
+            program: The program, e.g. "a = 5 + 4\\nb = a**2\\nb".
+        """
+        return self._run(config, "run_program", program=program)
