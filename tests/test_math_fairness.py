@@ -98,10 +98,20 @@ def test_one_session_cannot_queue_without_limit() -> None:
     assert refused == ["the math engine has been shut down"] * 2
 
 
+class RecordingEngine(MathEngine):
+    """The real engine, noting which session each job came from."""
+
+    sessions: list[str | None] = []
+
+    def run(self, op: str, /, *, session: str | None = None, **kwargs: Any) -> Any:
+        self.sessions.append(session)
+        return super().run(op, session=session, **kwargs)
+
+
 @pytest.fixture(scope="module")
-def engine() -> Iterator[MathEngine]:
+def engine() -> Iterator[RecordingEngine]:
     # Four workers: three for slow jobs, one kept for quick ones; two jobs at once per session.
-    with MathEngine(timeout_s=1.5, min_workers=4, max_workers=4, quick_reserve=1,
+    with RecordingEngine(timeout_s=1.5, min_workers=4, max_workers=4, quick_reserve=1,
                     per_session=2) as engine:
         yield engine
 
@@ -161,23 +171,13 @@ def test_64_concurrent_hard_jobs_from_16_sessions_wait_their_turn_instead_of_bus
     assert all("antiderivative" in text or "took too long" in text for text in outcomes)
 
 
-class RecordingEngine(MathEngine):
-    """The real engine, noting which session each job came from."""
-
-    sessions: list[str | None]
-
-    def run(self, op: str, /, *, session: str | None = None, **kwargs: Any) -> Any:
-        self.sessions.append(session)
-        return super().run(op, session=session, **kwargs)
-
-
-def test_the_conversation_thread_is_the_math_session(data_dir: Path) -> None:
+def test_the_conversation_thread_is_the_math_session(data_dir: Path,
+                                                     engine: RecordingEngine) -> None:
     calls = [{"name": "calculate", "args": {"expression": "2+2"}, "id": "c1", "type": "tool_call"}]
     model = ScriptedModel(script=[AIMessage("", tool_calls=calls), AIMessage("4")])
-    with RecordingEngine(timeout_s=2.0, min_workers=1, max_workers=2) as engine:
-        engine.sessions = []
-        tools = get_tools("math", context=ToolContext(data_dir, extra={"math_engine": engine}))
-        agent = Agent(Settings(data_dir=data_dir), tools=tools, models={"scripted": model})
-        result = agent.run("what is 2+2", model="scripted", thread_id="thread-42")
+    engine.sessions = []
+    tools = get_tools("math", context=ToolContext(data_dir, extra={"math_engine": engine}))
+    agent = Agent(Settings(data_dir=data_dir), tools=tools, models={"scripted": model})
+    result = agent.run("what is 2+2", model="scripted", thread_id="thread-42")
     assert result.tool_calls[0].result == "2+2 = 4"
     assert engine.sessions == ["thread-42"]
