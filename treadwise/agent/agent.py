@@ -123,11 +123,13 @@ class Agent:
 
         self.settings = settings or Settings.from_env()
         if tools is None:
-            context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config)
+            context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config,
+                                  database_url=self.settings.database_url)
             names = toolsets + (("mcp",) if self.settings.mcp_config else ())
             tools = get_tools(*names, context=context)
         self.tools = tools
-        self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir)
+        self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir,
+                                                              self.settings.database_url)
         self.graph = build_graph(tools, checkpointer=self.checkpointer,
                                  system_prompt=system_prompt)
         self._models: dict[tuple, Any] = {}

@@ -152,8 +152,10 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             variable: The function's variable.
         """
         path = (context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
-        return run("plot_area", expression=expression, lower=lower, upper=upper,
-                   variable=variable, out_path=str(path))
+        text, artifact = run("plot_area", expression=expression, lower=lower, upper=upper,
+                             variable=variable, out_path=str(path))
+        context.plots.keep(artifact)
+        return text, artifact
 
     plain = [add, subtract, multiply, divide, power, square, square_root, calculate, integrate,
              differentiate, solve_equation, analyze_function]
