@@ -110,6 +110,13 @@ def _open_step(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
     return step
 
 
+def record_tool_result(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
+    """Fill the step a tool message answers (its result or error, duration, artifacts)."""
+    step = _open_step(steps, message)
+    Agent._fill(step, message)
+    return step
+
+
 class Agent:
     """The compiled graph plus its memory and tools; safe to share between threads."""
 
