@@ -18,6 +18,8 @@ from langchain_core.tools import ToolException
 
 from tests.postgres import PASSWORD
 from tests.webapp import free_port
+from treadwise.agent import Agent
+from treadwise.settings import Settings
 from treadwise.storage import open_store
 from treadwise.storage.leads import InvalidLead, StoreUnavailable
 from treadwise.storage.memory import open_checkpointer
@@ -159,6 +161,12 @@ def test_a_dead_database_is_a_clear_error_not_a_hang(tmp_path, caplog) -> None:
         record.invoke({"email": "ana@example.com", "name": "Ana", "message": "fleet"})
     memory = open_checkpointer(tmp_path, dead)
     assert memory.degraded
+    # The conversation goes on in this process's RAM.
+    agent = Agent(Settings(data_dir=tmp_path, database_url=dead), checkpointer=memory)
+    first = agent.run("My name is Ana Silva.", thread_id="t")
+    second = agent.run("What are your opening hours on Saturday?", thread_id="t")
+    assert first.error is None and second.error is None and second.answer
+    assert len([m for m in agent.history("t") if m.type == "human"]) == 2
     assert "using RAM only" in caplog.text
     assert PASSWORD not in caplog.text
 
