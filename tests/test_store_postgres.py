@@ -19,6 +19,7 @@ from langchain_core.tools import ToolException
 from tests.postgres import PASSWORD
 from tests.webapp import free_port
 from treadwise.agent import Agent
+from treadwise.errors import redact
 from treadwise.settings import Settings
 from treadwise.storage import open_store
 from treadwise.storage.leads import InvalidLead, StoreUnavailable
@@ -190,3 +191,15 @@ def test_a_plot_drawn_on_one_replica_is_found_by_another(database_url, tmp_path)
     found = other.find(str(drawn))
     assert found == tmp_path / "b" / "plots" / drawn.name and found.read_bytes() == png
     assert other.find("/etc/passwd") is None and other.find("area-missing.png") is None
+
+
+def test_the_database_url_setting_never_shows_its_password() -> None:
+    url = "postgresql://tw:pw-4821-secret@db.internal:5432/treadwise"
+    settings = Settings.from_env({"TREADWISE_DATABASE_URL": url})
+    assert settings.database_url == url and "pw-4821-secret" not in repr(settings)
+    assert redact(f"connection to {url} failed") == (
+        "connection to postgresql://tw:[redacted]@db.internal:5432/treadwise failed")
+    assert "pw-4821" not in redact("host=db password=pw-4821-secret user=tw")
+    with pytest.raises(ValueError, match="must be a postgresql:// URL") as raised:
+        Settings.from_env({"TREADWISE_DATABASE_URL": "mysql://tw:pw-4821-secret@db/x"})
+    assert "pw-4821" not in str(raised.value)
