@@ -16,6 +16,7 @@ from gradio_client import Client
 from tests.webapp import RunningApp, chat_text, serve_subprocess
 
 WAIT_S = 90
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +105,36 @@ def test_the_same_lead_sent_to_both_replicas_at_once_is_stored_once(replicas, da
     assert len(leads(database_url, "bob@fleetco.com")) == 1
     assert sorted("Already on file" in reply for reply in replies) == [False, True]
     assert any("Saved: we'll contact bob@fleetco.com" in reply for reply in replies)
+
+
+@pytest.fixture
+def page() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_web_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.mark.browser
+def test_a_page_opened_with_the_thread_id_on_the_other_replica_shows_the_conversation(
+        replicas, page):
+    a, b = replicas
+    on_a = Client(a.url, verbose=False)
+    send(on_a, "My name is Carla Diaz.").result(WAIT_S)
+    thread = exported(send(on_a, "Calculate the integral of x² from 0 to 2").result(WAIT_S))[
+        "thread_id"]
+    page.goto(f"{b.url}?thread={thread}")
+    page.locator("#chat").get_by_text("My name is Carla Diaz.").wait_for()
+    plot = page.locator("#chat img[src*='area-']").first
+    plot.wait_for()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0",
+                           arg=plot.element_handle())
+    assert "restored from memory" in page.locator("#chat").inner_text()
