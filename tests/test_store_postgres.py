@@ -26,7 +26,7 @@ from treadwise.storage.leads import InvalidLead, StoreUnavailable
 from treadwise.storage.memory import open_checkpointer
 from treadwise.storage.migrations import MIGRATIONS, migrate
 from treadwise.storage.plots import SharedPlots
-from treadwise.storage.postgres import PostgresStore, connection_kwargs
+from treadwise.storage.postgres import PostgresStore, close_pools, connection_kwargs
 from treadwise.tools import ToolContext
 from treadwise.tools.business import business_tools
 
@@ -203,3 +203,23 @@ def test_the_database_url_setting_never_shows_its_password() -> None:
     with pytest.raises(ValueError, match="must be a postgresql:// URL") as raised:
         Settings.from_env({"TREADWISE_DATABASE_URL": "mysql://tw:pw-4821-secret@db/x"})
     assert "pw-4821" not in str(raised.value)
+
+
+def test_a_read_only_database_is_a_clear_tool_error(database_url: str, tmp_path) -> None:
+    PostgresStore.connect(database_url)  # schema in place
+    close_pools()
+    name = database_url.rsplit("/", 1)[1]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+    record = _record_interest(tmp_path, database_url)
+    with pytest.raises(ToolException, match="couldn't save that right now: the database is "
+                                            "read-only"):
+        record.invoke({"email": "ana@example.com", "name": "Ana", "message": "fleet"})
+
+
+def test_without_postgresql_the_tests_fail_saying_how_to_install_it(monkeypatch) -> None:
+    from tests import postgres
+
+    monkeypatch.setattr(postgres.glob, "glob", lambda pattern: [])
+    with pytest.raises(RuntimeError, match=r"Install them with `sh \.ci/install-system`"):
+        postgres.start_cluster()
