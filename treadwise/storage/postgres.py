@@ -36,8 +36,11 @@ _pools_lock = threading.Lock()
 def describe(url: str) -> str:
     """The URL as it may be shown: user, host, port and database; never the password."""
     parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is not a number: say so rather than fail while reporting
+        port = ":(invalid port)"
     user = f"{parts.username}@" if parts.username else ""
-    port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{user}{parts.hostname or ''}{port}{parts.path}"
 
 
