@@ -223,3 +223,19 @@ def test_without_postgresql_the_tests_fail_saying_how_to_install_it(monkeypatch)
     monkeypatch.setattr(postgres.glob, "glob", lambda pattern: [])
     with pytest.raises(RuntimeError, match=r"Install them with `sh \.ci/install-system`"):
         postgres.start_cluster()
+
+
+def test_a_corrected_address_moves_the_lead_instead_of_adding_one(database_url: str) -> None:
+    store = PostgresStore.connect(database_url)
+    request = "Fleet quote for 12 vans"
+    typo = store.add_lead("ana@exmaple.com", "Ana", request)
+    moved = store.replace_lead("ana@exmaple.com", "ana@example.com", "Ana", request)
+    assert moved.stored and moved.id == typo.id
+    assert [row["email"] for row in store.leads()] == ["ana@example.com"]
+    again = store.replace_lead("ana@example.com", "ana@example.com", "Ana", request)
+    assert again.duplicate and store.lead_count() == 1
+    # Both addresses already on file for the request: one lead is kept.
+    store.add_lead("bo@exmaple.com", "Bo", "Smart Tread")
+    kept = store.add_lead("bo@example.com", "Bo", "Smart Tread")
+    assert store.replace_lead("bo@exmaple.com", "bo@example.com", "Bo", "Smart Tread").id == kept.id
+    assert sorted(row["email"] for row in store.leads()) == ["ana@example.com", "bo@example.com"]

@@ -17,6 +17,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from treadwise.errors import redact
 from treadwise.storage.leads import (
+    Lead,
     LeadResult,
     StoreUnavailable,
     validate_lead,
@@ -149,6 +150,37 @@ class PostgresStore:
                 "SELECT id FROM leads WHERE email_key = %s AND message_key = %s",
                 (email_key, message_key)).fetchone()
         return LeadResult(stored=False, duplicate=True, id=existing["id"])
+
+    def replace_lead(self, old_email: str, email: str, name: str, message: str) -> LeadResult:
+        """Correct the address of a stored request: the lead (old_email, message) moves to
+        `email` instead of a second lead being added; without that lead it is added anew."""
+        lead = validate_lead(email, name, message)
+        try:
+            return self._replace(old_email.strip().casefold(), lead)
+        except StoreUnavailable as exc:
+            # Another replica stored the corrected lead between our look and our update: the
+            # second look finds it and keeps one.
+            if not isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise
+            return self._replace(old_email.strip().casefold(), lead)
+
+    def _replace(self, old_key: str, lead: Lead) -> LeadResult:
+        email_key, message_key = lead.keys
+        find = "SELECT id FROM leads WHERE email_key = %s AND message_key = %s FOR UPDATE"
+        with self._transaction() as conn:
+            old = conn.execute(find, (old_key, message_key)).fetchone()
+            taken = conn.execute(find, (email_key, message_key)).fetchone()
+            if old is not None and taken is not None and old["id"] == taken["id"]:
+                return LeadResult(stored=False, duplicate=True, id=old["id"])  # no change
+            if old is not None and taken is None:
+                conn.execute("UPDATE leads SET email = %s, email_key = %s, name = %s"
+                             " WHERE id = %s", (lead.email, email_key, lead.name, old["id"]))
+                return LeadResult(stored=True, duplicate=False, id=old["id"])
+            if old is not None:
+                conn.execute("DELETE FROM leads WHERE id = %s", (old["id"],))
+        if taken is not None:
+            return LeadResult(stored=old is not None, duplicate=old is None, id=taken["id"])
+        return self.add_lead(lead.email, lead.name, lead.message)
 
     def add_feedback(self, question: str) -> int:
         """Store an unanswered question for staff to follow up; returns its id."""
