@@ -101,6 +101,7 @@ def open_checkpointer(data_dir: Path, database_url: str | None = None) -> Resili
 def _postgres_checkpointer(url: str) -> ResilientSaver:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     from treadwise.storage.leads import StoreUnavailable
     from treadwise.storage.postgres import describe, shared_pool
@@ -111,6 +112,9 @@ def _postgres_checkpointer(url: str) -> ResilientSaver:
         log.warning("cannot keep conversations in %s (%s); using RAM only, so other replicas "
                     "will not see them", describe(url), error)
         return ResilientSaver(None)
+    # A shared database is a wider door than a local file: only message and other safe types
+    # are rebuilt from a checkpoint, so a row written by an intruder cannot run code here.
+    serde = JsonPlusSerializer(allowed_msgpack_modules=None)
     # PoolTimeout is an OperationalError: a database that stops answering degrades to RAM.
     errors = (psycopg.OperationalError, psycopg.InterfaceError)
-    return ResilientSaver(PostgresSaver(pool), errors=errors)
+    return ResilientSaver(PostgresSaver(pool, serde=serde), errors=errors)
