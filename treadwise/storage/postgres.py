@@ -61,7 +61,8 @@ def unavailable(exc: BaseException) -> StoreUnavailable:
 
 
 def connection_kwargs() -> dict[str, Any]:
-    # What LangGraph's PostgresSaver needs: autocommit, dict rows, no prepared-statement clash.
+    # What LangGraph's PostgresSaver documents: autocommit, dict rows, statements prepared at
+    # once (behind PgBouncer in transaction mode, use a version with prepared statement support).
     return {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
             "connect_timeout": CONNECT_TIMEOUT_S}
 
