@@ -101,6 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=SESSIONS)
     parser.add_argument("--turns", type=int, default=TURNS)
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each set-up")
     args = parser.parse_args()
     cluster = start_cluster()
     try:
@@ -108,17 +109,24 @@ def main() -> None:
                 ExitStack() as stack:
             urls = start_replicas(stack, Path(tmp), cluster.database())
             run_sessions(urls, 4, 2, base=900)  # warm-up: agents, math workers, pools
-            results = {
-                "1 replica": run_sessions(urls[:1], args.sessions, args.turns, base=0),
-                "2 replicas": run_sessions(urls, args.sessions, args.turns, base=1000),
-            }
+            setups = {"1 replica": urls[:1], "2 replicas": urls}
+            # A B B A ...: a machine getting busier or quieter weighs on both set-ups alike.
+            order = [name for r in range(args.rounds)
+                     for name in (list(setups) if r % 2 == 0 else list(setups)[::-1])]
+            results: dict[str, list] = {name: [] for name in setups}
+            for n, name in enumerate(order):
+                results[name].append(run_sessions(setups[name], args.sessions, args.turns,
+                                                  base=1000 * (n + 1)))
     finally:
         cluster.stop()
     rates = {}
-    for name, (latencies, wall, errors) in results.items():
-        rates[name] = len(latencies) / wall
-        print(f"{name}: {rates[name]:.2f} turns/s, p50 {statistics.median(latencies):.2f} s, "
-              f"p95 {p95(latencies):.2f} s, {len(errors)} errors")
+    for name, runs in results.items():
+        rates[name] = statistics.median(len(lat) / wall for lat, wall, _ in runs)
+        latencies = [value for lat, _, _ in runs for value in lat]
+        errors = [error for _, _, errs in runs for error in errs]
+        print(f"{name}: {rates[name]:.2f} turns/s (median of {len(runs)}), p50 "
+              f"{statistics.median(latencies):.2f} s, p95 {p95(latencies):.2f} s, "
+              f"{len(errors)} errors")
         for error in errors[:3]:
             print(f"  error: {error}")
     print(f"replicas: ratio {rates['2 replicas'] / rates['1 replica']:.2f} (goal >= 1.6)")
