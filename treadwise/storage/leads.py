@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from treadwise.emails import ADDRESS_RE
+from treadwise.errors import redact
 
 MAX_EMAIL = 254
 MAX_NAME = 100
@@ -76,7 +77,7 @@ def validate_email(email: str) -> str:
 
 
 def validate_text(value: str, field: str, limit: int, *, required: bool, lines: bool) -> str:
-    value = value.strip()
+    value = redact(value).strip()  # a key typed into a lead or question is never stored
     if required and not value:
         raise InvalidLead(f"the {field} is empty")
     if len(value) > limit:
