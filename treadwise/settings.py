@@ -9,6 +9,7 @@ from pathlib import Path
 
 MAX_ITERATIONS = 5
 DEFAULT_MAX_INPUT_CHARS = 4000
+CONSISTENCY_APPROACHES = ("react", "steps", "program")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -50,6 +51,10 @@ class Settings:
     # postgresql://user:password@host/db: memory, leads and feedback in PostgreSQL, shared by
     # every replica. Kept out of repr so a logged Settings never shows the password.
     database_url: str | None = field(default=None, repr=False)
+    # self-consistency: attempts per question, their approaches in turn, model calls per turn
+    consistency_k: int = 3
+    consistency_approaches: tuple[str, ...] = CONSISTENCY_APPROACHES
+    consistency_budget: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -73,6 +78,11 @@ class Settings:
             auth=auth,
             mcp_config=Path(mcp) if mcp else None,
             database_url=_database_url(env),
+            consistency_k=int(_float(env, "TREADWISE_CONSISTENCY_K", 3)),
+            consistency_approaches=tuple(
+                env.get("TREADWISE_CONSISTENCY_APPROACHES", "").replace(",", " ").split())
+            or CONSISTENCY_APPROACHES,
+            consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
         )
 
     def ensure_data_dir(self) -> Path:

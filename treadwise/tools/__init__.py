@@ -25,6 +25,8 @@ BUILTIN_TOOLSETS: dict[str, str] = {
     "math": "treadwise.tools.math:math_tools",
     "business": "treadwise.tools.business:business_tools",
     "mcp": "treadwise.tools.mcp:mcp_tools",
+    "program": "treadwise.tools.math:program_tools",
+    "web": "treadwise.tools.web:web_tools",
 }
 
 Toolset = Callable[["ToolContext"], list["BaseTool"]]

@@ -8,11 +8,13 @@ from typing import Any
 
 import gradio as gr
 
+from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import ModelConfigError, redact
 from treadwise.models import available_specs, display_name
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
+from treadwise.tools.web import status_note as web_status_note
 from treadwise.web.export import export_files
 from treadwise.web.files import publish_png
 from treadwise.web.render import render
@@ -111,11 +113,18 @@ class ChatTab:
                     info="Used instead of the list when filled in.")
                 temperature = gr.Slider(0.0, 1.0, value=0.0, step=0.05, label="Temperature",
                                         elem_id="temperature")
+                strategy = gr.Dropdown(
+                    choices=strategy_names(), value=DEFAULT_STRATEGY, label="Strategy",
+                    elem_id="strategy-picker",
+                    info="How the assistant thinks: react (the default reason/tools loop) or "
+                         "another strategy, each with its own budget of model calls; every "
+                         "stage shows as a step.")
+                gr.Markdown(web_status_note(), elem_classes="tw-note")
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
         outputs = [chatbot, message, session, export_md, export_json]
-        turn_inputs = [session, persona, model, custom, temperature]
+        turn_inputs = [session, persona, model, custom, temperature, strategy]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
         turn = {"outputs": outputs, "show_progress": "minimal", "concurrency_id": "chat-turn"}
         message.submit(self.send, [message, *turn_inputs], api_name="send", **turn)
@@ -135,14 +144,16 @@ class ChatTab:
             demo.load(self.resume_from_link, [session], outputs, api_visibility="private")
 
     def send(self, message: str, session: ChatSession, persona: str, model: str,
-             custom: str, temperature: float) -> Iterator[Outputs]:
+             custom: str, temperature: float,
+             strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
         if not (message or "").strip():
             yield gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
             return
-        yield from self._turn(message, session, persona, model, custom, temperature)
+        yield from self._turn(message, session, persona, model, custom, temperature,
+                              strategy=strategy)
 
     def retry(self, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float) -> Iterator[Outputs]:
+              temperature: float, strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
         """Send the last message again, with the persona and model picked now."""
         if session.running or not session.turns:
             if session.running:
@@ -152,7 +163,7 @@ class ChatTab:
         last = session.turns.pop()
         self.runner.undo(last, session.thread_id)
         yield from self._turn(last.user, session, persona, model, custom, temperature,
-                              clear_input=False)
+                              clear_input=False, strategy=strategy)
 
     def undo(self, session: ChatSession) -> Outputs:
         """Forget the last turn and put its message back in the box for editing."""
@@ -195,7 +206,8 @@ class ChatTab:
         return self.resume(thread, session)
 
     def _turn(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float, clear_input: bool = True) -> Iterator[Outputs]:
+              temperature: float, clear_input: bool = True,
+              strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
         spec = (custom or "").strip() or model or "offline"
         known = self.personas.get(persona)
         turn = Turn(user=message, persona=persona, persona_name=known.name if known else persona,
@@ -207,7 +219,8 @@ class ChatTab:
         from treadwise.agent import TurnFinished
 
         for event in self.runner.stream(turn, session.thread_id, message, persona=persona,
-                                        model=spec, temperature=turn.temperature):
+                                        model=spec, temperature=turn.temperature,
+                                        strategy=strategy or DEFAULT_STRATEGY):
             self._apply(turn, event)
             # Every update re-sends the whole conversation, so bursts of events (fast tools,
             # streamed words) are shown together; the final view below always follows.
@@ -220,9 +233,17 @@ class ChatTab:
         yield self._view(session, exports=True)
 
     def _apply(self, turn: Turn, event: Any) -> None:
-        from treadwise.agent import TextDelta, ToolFinished, ToolStarted, TurnFinished
+        from treadwise.agent import (
+            StageFinished,
+            TextDelta,
+            ToolFinished,
+            ToolStarted,
+            TurnFinished,
+        )
 
-        if isinstance(event, TextDelta):
+        if isinstance(event, StageFinished):
+            turn.stages.append((len(turn.steps), event.stage))
+        elif isinstance(event, TextDelta):
             turn.streamed += event.text
             turn.answer = redact(turn.streamed)  # the final answer comes redacted; so must this
         elif isinstance(event, ToolStarted | ToolFinished):
