@@ -80,11 +80,13 @@ def _chat(args: argparse.Namespace) -> int:
 
 def _leads(args: argparse.Namespace) -> int:
     from treadwise.settings import Settings
+    from treadwise.storage import open_store
     from treadwise.storage.export import export_leads
-    from treadwise.storage.sqlite import Store, StoreUnavailable
+    from treadwise.storage.leads import StoreUnavailable
 
-    store = Store(Settings.from_env().data_dir)
+    settings = Settings.from_env()
     try:
+        store = open_store(settings.data_dir, settings.database_url)
         count = _export(store, args, export_leads)
     except StoreUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)

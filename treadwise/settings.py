@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_ITERATIONS = 5
@@ -22,6 +22,18 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
 
 
+def _database_url(env: Mapping[str, str]) -> str | None:
+    raw = env.get("TREADWISE_DATABASE_URL", "").strip()
+    if not raw:
+        return None
+    if not raw.startswith(("postgresql://", "postgres://")):
+        # Only the scheme is quoted back: the rest may hold a password.
+        scheme = raw.partition("://")[0][:20] if "://" in raw else "no scheme"
+        raise ValueError("TREADWISE_DATABASE_URL must be a postgresql:// URL "
+                         f"(got {scheme!r})")
+    return raw
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything configurable about a TreadWise process."""
@@ -36,6 +48,9 @@ class Settings:
     port: int = 7860
     auth: tuple[str, str] | None = None
     mcp_config: Path | None = None
+    # postgresql://user:password@host/db: memory, leads and feedback in PostgreSQL, shared by
+    # every replica. Kept out of repr so a logged Settings never shows the password.
+    database_url: str | None = field(default=None, repr=False)
     # self-consistency: attempts per question, their approaches in turn, model calls per turn
     consistency_k: int = 3
     consistency_approaches: tuple[str, ...] = CONSISTENCY_APPROACHES
@@ -62,6 +77,7 @@ class Settings:
             port=int(_float(env, "TREADWISE_PORT", 7860)),
             auth=auth,
             mcp_config=Path(mcp) if mcp else None,
+            database_url=_database_url(env),
             consistency_k=int(_float(env, "TREADWISE_CONSISTENCY_K", 3)),
             consistency_approaches=tuple(
                 env.get("TREADWISE_CONSISTENCY_APPROACHES", "").replace(",", " ").split())

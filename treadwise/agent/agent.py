@@ -122,6 +122,13 @@ def _open_step(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
     return step
 
 
+def record_tool_result(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
+    """Fill the step a tool message answers (its result or error, duration, artifacts)."""
+    step = _open_step(steps, message)
+    Agent._fill(step, message)
+    return step
+
+
 class Agent:
     """The compiled graph plus its memory and tools; safe to share between threads."""
 
@@ -135,12 +142,14 @@ class Agent:
 
         self.settings = settings or Settings.from_env()
         if tools is None:
-            context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config)
+            context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config,
+                                  database_url=self.settings.database_url)
             names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
                 + (("web",) if web_search_enabled() else ())
             tools = get_tools(*names, context=context)
         self.tools = tools
-        self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir)
+        self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir,
+                                                              self.settings.database_url)
         self.system_prompt = system_prompt
         self._graphs: dict[str, Any] = {}
         self.graph = self.graph_for(DEFAULT_STRATEGY)

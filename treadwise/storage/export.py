@@ -8,7 +8,7 @@ import unicodedata
 from typing import Any, Literal, TextIO
 
 from treadwise.errors import redact
-from treadwise.storage.sqlite import Store
+from treadwise.storage.leads import LeadStore
 
 LEAD_COLUMNS = ("id", "created_at", "email", "name", "message")
 # A spreadsheet treats a cell starting with one of these as a formula (OWASP CSV injection).
@@ -36,7 +36,7 @@ def _safe_row(row: dict[str, Any]) -> dict[str, Any]:
             for key in LEAD_COLUMNS}
 
 
-def export_leads(store: Store, fmt: Literal["csv", "jsonl"], out: TextIO) -> int:
+def export_leads(store: LeadStore, fmt: Literal["csv", "jsonl"], out: TextIO) -> int:
     """Write every lead to `out` as CSV (with a header) or JSON lines; returns rows written."""
     if fmt not in ("csv", "jsonl"):
         raise ValueError(f"unknown export format {fmt!r}; use csv or jsonl")

@@ -187,8 +187,10 @@ class MathToolbox:
             variable: The function's variable.
         """
         path = (self.context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
-        return self._run(config, "plot_area", expression=expression, lower=lower, upper=upper,
-                         variable=variable, out_path=str(path))
+        text, artifact = self._run(config, "plot_area", expression=expression, lower=lower,
+                                   upper=upper, variable=variable, out_path=str(path))
+        self.context.plots.keep(artifact)
+        return text, artifact
 
     def run_program(self, program: str, *, config: RunnableConfig) -> str:
         """Run a short math program in the sandbox and give each line's value and the result.

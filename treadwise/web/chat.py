@@ -13,6 +13,7 @@ from treadwise.errors import ModelConfigError, redact
 from treadwise.models import available_specs, display_name
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.storage.plots import SharedPlots
 from treadwise.tools.web import status_note as web_status_note
 from treadwise.web.export import export_files
 from treadwise.web.files import publish_png
@@ -57,9 +58,10 @@ class ChatTab:
         self.settings = settings
         self.personas = load_personas()
         self.plots_dir = settings.data_dir / "plots"
+        self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.cache_dir = ""
 
-    def build(self, env: Mapping[str, str] | None = None) -> None:
+    def build(self, env: Mapping[str, str] | None = None, demo: gr.Blocks | None = None) -> None:
         session = gr.State(new_session)
         with gr.Row(equal_height=False):
             with gr.Column(scale=7, min_width=480):
@@ -133,6 +135,13 @@ class ChatTab:
         # The chatbot's own trash button must clear the memory too, not just the view.
         chatbot.clear(self.new_conversation, [session], outputs, api_visibility="private")
         stop.click(self.stop, [session], None, api_name="stop", queue=False)
+        # Any replica can reopen a conversation by its thread id (memory is in the database):
+        # from the API, or in the browser with ?thread=<id> (the id is in the JSON export).
+        thread = gr.Textbox(visible=False)
+        gr.Button(visible=False).click(self.resume, [thread, session], outputs,
+                                       api_name="resume")
+        if demo is not None:
+            demo.load(self.resume_from_link, [session], outputs, api_visibility="private")
 
     def send(self, message: str, session: ChatSession, persona: str, model: str,
              custom: str, temperature: float,
@@ -172,6 +181,29 @@ class ChatTab:
 
     def stop(self, session: ChatSession) -> None:
         session.stop()
+
+    def resume(self, thread_id: str, session: ChatSession) -> Outputs:
+        """Show the conversation memory holds for `thread_id` and continue it from here."""
+        from treadwise.web.resume import restored_turns, valid_thread_id
+
+        if session.running:
+            gr.Warning(BUSY_WARNING)
+            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+        if (thread := valid_thread_id(thread_id)) is None:
+            gr.Warning("That is not a conversation id (32 hexadecimal characters).")
+            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+        session.thread_id = thread
+        session.turns = restored_turns(self.runner.agent.get().history(thread))
+        for turn in session.turns:
+            for step in turn.steps:
+                self._publish(turn, step)
+        return self._view(session, message="", exports=True)
+
+    def resume_from_link(self, session: ChatSession, request: gr.Request) -> Outputs:
+        thread = dict(request.query_params or {}).get("thread") if request else None
+        if not thread:
+            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+        return self.resume(thread, session)
 
     def _turn(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
               temperature: float, clear_input: bool = True,
@@ -238,7 +270,8 @@ class ChatTab:
     def _publish(self, turn: Turn, step: Any) -> None:
         if step.id in turn.plots or not step.artifacts:
             return
-        paths = [publish_png(a, self.plots_dir, self.cache_dir) for a in step.artifacts]
+        found = [self.plots.find(a) for a in step.artifacts]
+        paths = [publish_png(f, self.plots_dir, self.cache_dir) for f in found if f]
         turn.plots[step.id] = [p for p in paths if p]
 
     def _view(self, session: ChatSession, *, message: str | None = None,
