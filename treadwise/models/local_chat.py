@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -128,12 +128,20 @@ class LocalChatModel(BaseChatModel):
         offered = [] if tool_choice == "none" else tools
         head, body = self.prompt(messages, tools, tool_choice)
         stats = Generation()
-        gate = _Gate([t["function"]["name"] for t in offered])
         pieces = engine(self.model_path, self.n_ctx).generate(
             head, body, max_tokens=int(kwargs.get("max_tokens") or self.max_tokens),
             temperature=self.temperature, seed=self.seed, timeout_s=self.timeout_s,
             stats=stats, sampling=Sampling(repeat_penalty=self.repeat_penalty))
-        for piece in _until_stop(pieces, stop):
+        try:
+            yield from self._chunks(_until_stop(pieces, stop), offered, stats, run_manager)
+        finally:
+            pieces.close()  # releases the engine at once, even when a stop string ended it
+
+    def _chunks(self, pieces: Iterable[str], offered: Sequence[dict], stats: Generation,
+                run_manager: Any = None) -> Iterator[ChatGenerationChunk]:
+        """Prose as it is generated, then one last chunk with the tool calls and the usage."""
+        gate = _Gate([t["function"]["name"] for t in offered])
+        for piece in pieces:
             if text := gate.feed(piece):
                 yield self._emit(text, run_manager)
         prose, calls = chatml.parse_reply(gate.text, offered)
@@ -171,19 +179,14 @@ def _fitted(eng: LlamaEngine, system: str, budget: int) -> str:
     return chatml.fit_paragraphs(system, budget, eng.count)
 
 
-def _until_stop(pieces: Iterator[str], stop: Sequence[str] | None) -> Iterator[str]:
+def _until_stop(pieces: Iterable[str], stop: Sequence[str] | None) -> Iterator[str]:
     """The pieces up to the first stop string, if the caller gave any."""
-    if not stop:
-        yield from pieces
-        return
     text = ""
     for piece in pieces:
         text += piece
-        hits = [text.find(s) for s in stop if s in text]
+        hits = [text.find(s) for s in stop or () if s in text]
         if hits:
-            cut = min(hits) - (len(text) - len(piece))
-            if cut > 0:
+            if (cut := min(hits) - (len(text) - len(piece))) > 0:
                 yield piece[:cut]
-            pieces.close()  # type: ignore[attr-defined]
             return
         yield piece

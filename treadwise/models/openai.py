@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from treadwise.models.http import rate_limiter, transports
+from treadwise.models.http import http_clients, rate_limiter
 from treadwise.models.registry import api_key, missing_package
 from treadwise.settings import Settings
 
@@ -16,18 +16,14 @@ def build(model: str, temperature: float, settings: Settings, env: Mapping[str, 
     # Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) often need no key.
     key = api_key("openai", env) if not base_url or env.get("OPENAI_API_KEY") else "not-needed"
     try:
-        import httpx
         from langchain_openai import ChatOpenAI
     except ImportError:
         raise missing_package("openai") from None
-    sync_transport, async_transport = transports(settings,
-                                                 base_url or "https://api.openai.com/v1")
-    timeout = httpx.Timeout(settings.timeout_s, connect=min(10.0, settings.timeout_s))
+    sync_client, async_client = http_clients(settings, base_url or "https://api.openai.com/v1")
     return ChatOpenAI(
         model=model, temperature=temperature, api_key=key, base_url=base_url,
         timeout=settings.timeout_s, max_retries=0, seed=seed, stream_usage=True,
         http_socket_options=(),  # our own clients below; nothing for langchain-openai to tune
-        http_client=httpx.Client(transport=sync_transport, timeout=timeout),
-        http_async_client=httpx.AsyncClient(transport=async_transport, timeout=timeout),
+        http_client=sync_client, http_async_client=async_client,
         rate_limiter=rate_limiter("openai", settings),
     )

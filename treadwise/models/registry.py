@@ -122,21 +122,30 @@ def missing_package(provider_name: str) -> ModelConfigError:
     return ModelConfigError(f"the package {package} is not installed: pip install {package}")
 
 
-def _other(provider_name: str, model: str, temperature: float, settings: Settings) -> Any:
-    from treadwise.models.http import rate_limiter
+def build_passthrough(provider_name: str, model: str, temperature: float,
+                      settings: Settings) -> Any:
+    """Any other provider through init_chat_model, with our retrying HTTP clients when its
+    integration takes httpx clients (SDK retries off); otherwise its SDK retries instead."""
+    from treadwise.models.http import http_clients, rate_limiter
 
     try:
         from langchain.chat_models import init_chat_model
     except ImportError:
         raise missing_package("langchain") from None
+    spec = f"{provider_name}:{model}"
+    options = {"temperature": temperature, "timeout": settings.timeout_s,
+               "rate_limiter": rate_limiter(provider_name, settings)}
     try:
-        return init_chat_model(f"{provider_name}:{model}", temperature=temperature,
-                               timeout=settings.timeout_s, max_retries=settings.max_retries,
-                               rate_limiter=rate_limiter(provider_name, settings))
+        chat = init_chat_model(spec, max_retries=settings.max_retries, **options)
+        if {"http_client", "http_async_client"} <= set(type(chat).model_fields):
+            sync_client, async_client = http_clients(settings, None)
+            chat = init_chat_model(spec, max_retries=0, http_client=sync_client,
+                                   http_async_client=async_client, **options)
+        return chat
     except ImportError:
         raise missing_package(provider_name) from None
     except ValueError as exc:
-        raise ModelConfigError(f"cannot build {provider_name}:{model}: {exc}") from None
+        raise ModelConfigError(f"cannot build {spec}: {exc}") from None
 
 
 def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | None = None,
@@ -150,7 +159,7 @@ def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | N
     build = find_provider(provider_name)
     if build is not None:
         return build(model, temperature, settings, env, seed)
-    return _other(provider_name, model, temperature, settings)
+    return build_passthrough(provider_name, model, temperature, settings)
 
 
 def default_spec(env: Mapping[str, str] | None = None) -> str:
