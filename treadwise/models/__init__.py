@@ -7,10 +7,11 @@ from treadwise.models.registry import (
     default_spec,
     display_name,
     label,
+    loading_message,
     parse_spec,
     provider,
     resolve_model,
 )
 
 __all__ = ["OFFLINE_LABEL", "PROVIDERS", "available_specs", "default_spec", "display_name",
-           "label", "parse_spec", "provider", "resolve_model"]
+           "label", "loading_message", "parse_spec", "provider", "resolve_model"]

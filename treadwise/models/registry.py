@@ -105,6 +105,16 @@ def label(spec: str) -> str:
     return display_name(spec)
 
 
+def loading_message(spec: str) -> str | None:
+    """What to tell the user before a model's first, slower call (a local model loading)."""
+    provider_name, model = parse_spec(spec)
+    if provider_name != "local":
+        return None
+    from treadwise.models.local import loading_message as local_loading
+
+    return local_loading(model)
+
+
 def api_key(provider_name: str, env: Mapping[str, str]) -> str:
     """The provider's key from the environment, or one line naming the variable to set."""
     names = KEY_VARIABLES[provider_name]
