@@ -9,8 +9,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from treadwise.safemath.errors import MathInputError
 from treadwise.safemath.numeric import Numeric
-from treadwise.safemath.parser import MathInputError
 
 SAMPLES = 1201
 FIGSIZE = (7.0, 4.5)

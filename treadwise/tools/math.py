@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
-from treadwise.safemath import MathEngine, MathInputError, get_engine
+from treadwise.safemath import MathEngine, MathError, get_engine
 from treadwise.tools import ToolContext
 
 
@@ -18,7 +18,7 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
     def run(op: str, **kwargs: Any) -> Any:
         try:
             return engine.run(op, **kwargs)
-        except MathInputError as exc:
+        except MathError as exc:
             raise ToolException(str(exc)) from None
 
     def add(a: float, b: float) -> str:
@@ -152,8 +152,10 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             variable: The function's variable.
         """
         path = (context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
-        return run("plot_area", expression=expression, lower=lower, upper=upper,
-                   variable=variable, out_path=str(path))
+        text, artifact = run("plot_area", expression=expression, lower=lower, upper=upper,
+                             variable=variable, out_path=str(path))
+        context.plots.keep(artifact)
+        return text, artifact
 
     plain = [add, subtract, multiply, divide, power, square, square_root, calculate, integrate,
              differentiate, solve_equation, analyze_function]
@@ -161,3 +163,24 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
     tools.append(StructuredTool.from_function(plot_area, parse_docstring=True,
                                               response_format="content_and_artifact"))
     return tools
+
+
+def program_tools(context: ToolContext) -> list[BaseTool]:
+    """The restricted program tool (self-consistency's program-aided attempts use it)."""
+    engine: MathEngine = context.extra.get("math_engine") or get_engine()
+
+    def run_program(program: str) -> str:
+        """Run a short math program in the sandbox and give each line's value and the result.
+        One statement per line: `name = expression`, or a final expression whose value is the
+        result. Expressions use numbers, + - * / ** %, names assigned above, and the math
+        functions (sqrt, sin, ln, factorial, ...). Nothing else is allowed.
+
+        Args:
+            program: The program, e.g. "a = 5 + 4\\nb = a**2\\nb".
+        """
+        try:
+            return engine.run("run_program", program=program)
+        except MathError as exc:
+            raise ToolException(str(exc)) from None
+
+    return [StructuredTool.from_function(run_program, parse_docstring=True)]

@@ -1,53 +1,34 @@
-"""Pre-started worker processes that run math jobs under CPU, memory and wall-clock limits."""
+"""The parent side of the math pool: warm workers run jobs under CPU, memory and time limits."""
 
 from __future__ import annotations
 
 import atexit
 import json
-import math
 import os
-import resource
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
-import traceback
-import warnings
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from multiprocessing.connection import Connection
 from typing import Any
 
-from treadwise.safemath.parser import MathInputError
+from treadwise.safemath.errors import (
+    MathBusyError,
+    MathError,
+    MathInputError,
+    MathTimeoutError,
+    MathWorkerError,
+)
+from treadwise.safemath.worker import PID, TEMPLATE_CODE, TEMPLATE_ENV, Limits
 
 DEFAULT_TIMEOUT_S = 5.0
 TIMEOUT_ENV = "TREADWISE_MATH_TIMEOUT_S"
 START_TIMEOUT_S = 60.0
 FORK_TIMEOUT_S = 10.0
-# The template runs with one BLAS thread: forking a process with threads is unsafe, and every
-# worker stays small. It is started by exec, not multiprocessing, so nothing re-imports the
-# caller's __main__ (an app script or a test runner) in the workers.
-TEMPLATE_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                "MPLBACKEND": "Agg"}
-TEMPLATE_CODE = (
-    "import json, sys\n"
-    "options = json.loads(sys.argv[1])\n"
-    "sys.path[:0] = options.pop('path')\n"
-    "from treadwise.safemath.sandbox import template_main\n"
-    "template_main(**options)\n"
-)
-_PID = struct.Struct("!q")
-
-
-class MathTimeoutError(MathInputError):
-    """A math job ran past its wall-clock limit; its worker was killed and replaced."""
-
-
-class MathWorkerError(MathInputError):
-    """A math worker died or could not start, so the job has no answer."""
 
 
 class _WorkerLost(Exception):
@@ -56,14 +37,6 @@ class _WorkerLost(Exception):
 
 class _WorkerSilent(Exception):
     """The worker did not answer within the timeout."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits each worker sets on itself before it serves jobs."""
-
-    memory_bytes: int = 1 << 30
-    file_bytes: int = 32 << 20
 
 
 def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
@@ -78,88 +51,6 @@ def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
     if not 0 < value <= 600:
         raise ValueError(f"{TIMEOUT_ENV} must be between 0 and 600 seconds, got {raw!r}")
     return value
-
-
-def template_main(fd: int, memory_bytes: int, file_bytes: int) -> None:
-    """The warm template: import and exercise the engine once, then fork a worker per request."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Ignoring SIGCHLD makes the kernel reap exited workers at once: no zombies.
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    warnings.simplefilter("ignore")
-    from treadwise.safemath.engine import warm_up
-
-    warm_up()
-    limits = Limits(memory_bytes, file_bytes)
-    control = socket.socket(fileno=fd)
-    try:
-        control.sendall(b"R")
-        while control.recv(1):
-            ours, theirs = socket.socketpair()
-            pid = os.fork()
-            if pid == 0:
-                _worker_main(control, ours, theirs, limits)
-            theirs.close()
-            socket.send_fds(control, [_PID.pack(pid)], [ours.fileno()])
-            ours.close()
-    except OSError:
-        pass  # the parent went away: so does the template
-    # Skip interpreter teardown (slow with sympy loaded); there is nothing to flush.
-    os._exit(0)
-
-
-def _worker_main(control: socket.socket, ours: socket.socket, theirs: socket.socket,
-                 limits: Limits) -> None:
-    code = 0
-    try:
-        control.close()
-        ours.close()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        serve(Connection(theirs.detach()), limits)
-    except (EOFError, OSError):
-        pass  # the parent went away
-    except BaseException:  # noqa: BLE001 - a forked child must never return into the parent's code
-        traceback.print_exc()
-        code = 1
-    finally:
-        os._exit(code)
-
-
-def serve(conn: Connection, limits: Limits) -> None:
-    """Worker loop: limit itself, then answer (op, kwargs, timeout) jobs until told to stop."""
-    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    _limit_cpu(0.0)
-    from treadwise.safemath.engine import run_job
-
-    conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError):
-            return
-        if job is None:
-            return
-        op, kwargs, timeout_s = job
-        _limit_cpu(timeout_s)
-        reply = run_job(op, kwargs, timeout_s, alarms=True)
-        try:
-            conn.send(reply)
-        except Exception:  # noqa: BLE001 - an unpicklable result is an error reply, not a crash
-            conn.send(("error", "the result could not be sent back", True))
-        if reply[2]:
-            return
-
-
-def _limit_cpu(timeout_s: float) -> None:
-    # RLIMIT_CPU counts the whole life of the process, so each job moves the soft limit to
-    # "used so far + this job's budget"; the kernel stops a job that spins past it.
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime + timeout_s + 1)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 class _Template:
@@ -188,12 +79,12 @@ class _Template:
     def fork(self) -> tuple[int, Connection]:
         with self.lock:
             self.control.sendall(b"F")
-            data, fds, _, _ = socket.recv_fds(self.control, _PID.size, 1)
-        if len(data) != _PID.size or len(fds) != 1:
+            data, fds, _, _ = socket.recv_fds(self.control, PID.size, 1)
+        if len(data) != PID.size or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
             raise OSError("the template did not answer")
-        return _PID.unpack(data)[0], Connection(fds[0])
+        return PID.unpack(data)[0], Connection(fds[0])
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -258,8 +149,9 @@ class MathEngine:
     """A pool of warm math workers: `min_workers` kept ready, growing to `max_workers` on demand.
 
     Each job runs in a worker process with memory, file-size and CPU limits and a wall-clock
-    timeout; a worker that times out or dies is replaced, and the caller gets a MathInputError
-    (or subclass) whose message is fit to show. Workers are forked from a warm template process
+    timeout; a worker that times out or dies is replaced, and the caller gets a MathError
+    (MathInputError, MathTimeoutError, MathBusyError or MathWorkerError) whose message is fit
+    to show. Workers are forked from a warm template process
     that has sympy, numpy and matplotlib loaded, so a new one is ready in milliseconds.
     Thread-safe.
     """
@@ -401,7 +293,7 @@ class MathEngine:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise MathTimeoutError(
+                    raise MathBusyError(
                         f"all {self.max_workers} math workers are busy; try again in a moment"
                     )
                 self._cond.wait(remaining)
@@ -468,7 +360,7 @@ class MathEngine:
                 self._count += 1
             try:
                 worker = self._spawn()
-            except MathInputError:
+            except MathError:
                 return
             with self._cond:
                 if self.closed:
