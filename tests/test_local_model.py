@@ -122,6 +122,20 @@ def test_a_prompt_longer_than_the_context_is_one_clear_line(local, data_dir):
     assert "too long" in result.error.message and "\n" not in result.error.message
 
 
+def test_a_local_model_out_of_time_is_the_usual_timeout_line(local, data_dir):
+    hurried = local.model_copy(update={"timeout_s": 0.0})
+    agent = Agent(Settings(data_dir=data_dir, timeout_s=0.0), tools=[], models={SPEC: hurried})
+    result = agent.run("Hello there, what do you sell?", model=SPEC)
+    assert result.error is not None and result.error.type == "timeout"
+    assert plain_turn_still_works(local, data_dir)
+
+
+def plain_turn_still_works(local, data_dir) -> bool:
+    agent = Agent(Settings(data_dir=data_dir, timeout_s=180), tools=[], models={SPEC: local})
+    result = agent.run("Hello there, what do you sell?", model=SPEC)
+    return result.error is None and bool(result.answer)
+
+
 def test_malformed_tool_call_json_becomes_an_invalid_tool_call(local):
     tools = [convert_to_openai_tool(t) for t in get_tools("math", context=ToolContext(Path(".")))]
     reply = ['<tool_call>{"name": "add", "arguments": {"a": 5,, }}</tool_call>']
