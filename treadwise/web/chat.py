@@ -10,7 +10,7 @@ import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import ModelConfigError, redact
-from treadwise.models import available_specs, display_name
+from treadwise.models import available_specs, display_name, label, loading_message
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
@@ -35,8 +35,9 @@ Outputs = tuple[Any, Any, Any, Any, Any]
 
 
 def model_choices(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """(label, spec) for the picker: the offline model, then every provider whose key is set."""
-    return [(display_name(spec), spec) for spec in available_specs(env)]
+    """(label, spec) for the picker: the offline model, the local models installed here, then
+    every provider whose key is set."""
+    return [(label(spec), spec) for spec in available_specs(env)]
 
 
 def model_label(spec: str) -> str:
@@ -44,6 +45,13 @@ def model_label(spec: str) -> str:
         return display_name(spec)
     except ModelConfigError:
         return spec
+
+
+def _loading_note(spec: str) -> str | None:
+    try:
+        return loading_message(spec)
+    except ModelConfigError:
+        return None
 
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
@@ -213,6 +221,8 @@ class ChatTab:
         turn = Turn(user=message, persona=persona, persona_name=known.name if known else persona,
                     spec=spec, model=model_label(spec), temperature=float(temperature or 0.0))
         session.turns.append(turn)
+        if note := _loading_note(spec):
+            gr.Info(note)
         yield self._view(session, message="" if clear_input else None)
         shown = time.monotonic()
         # treadwise.agent pulls in LangGraph: imported when a turn runs, not when the page builds.
