@@ -10,7 +10,7 @@ from treadwise.profile import (
     load_coverage,
     load_tire_catalogue,
 )
-from treadwise.storage.sqlite import InvalidLead, StoreUnavailable
+from treadwise.storage.leads import InvalidLead, StoreUnavailable
 from treadwise.tools import ToolContext
 
 
@@ -35,15 +35,29 @@ def _summary(message: str, limit: int = 80) -> str:
     return text[:limit].rstrip() + "..." if len(text) > limit else text
 
 
+BUSINESS_TOOLS = ("get_business_info", "get_tire_recommendation", "check_service_availability",
+                  "record_customer_interest", "record_feedback")
+
+
 def business_tools(context: ToolContext) -> list[BaseTool]:
     """The five TreadWise business tools, bound to `context` (its store and data files).
 
     `context.extra` may name other data files ("business_profile", "tire_catalogue",
     "coverage"); by default the packaged YAML files are used.
     """
-    extra = context.extra
+    desk = BusinessDesk(context)
+    return [StructuredTool.from_function(getattr(desk, name), parse_docstring=True)
+            for name in BUSINESS_TOOLS]
 
-    def get_business_info(topic: str) -> str:
+
+class BusinessDesk:
+    """The business tools' bodies, answering from the profile files and the context's store."""
+
+    def __init__(self, context: ToolContext):
+        self.context = context
+        self.extra = context.extra
+
+    def get_business_info(self, topic: str) -> str:
         """Look up facts about TreadWise Tire Co.: services, mobile installation, Smart Tread
         tire monitoring, fleet services, tire recycling, areas served, opening hours, warranty,
         pricing and contact details. Use it for any question about the company.
@@ -52,7 +66,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
             topic: What the customer asks about, in their words, e.g. "opening hours",
                 "Smart Tread", "where do you operate", "how much does it cost".
         """
-        profile = load_business_profile(extra.get("business_profile"))
+        profile = load_business_profile(self.extra.get("business_profile"))
         if section := profile.find_section(topic):
             return f"{profile.name} - {section.render()}"
         overview = profile.sections.get("overview") or next(iter(profile.sections.values()))
@@ -62,7 +76,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
             f"Topics you can ask about: {', '.join(profile.topics())}."
         )
 
-    def get_tire_recommendation(vehicle_type: str, usage: str) -> str:
+    def get_tire_recommendation(self, vehicle_type: str, usage: str) -> str:
         """Recommend 1-3 TreadWise tire lines, with size ranges and reasons, for a vehicle
         type and how it is driven.
 
@@ -72,7 +86,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
             usage: How it is driven, e.g. city, highway, mixed/everyday, off-road,
                 winter/snow, performance/sport, towing.
         """
-        catalogue = load_tire_catalogue(extra.get("tire_catalogue"))
+        catalogue = load_tire_catalogue(self.extra.get("tire_catalogue"))
         supported = (
             f"Supported vehicle types: {', '.join(catalogue.vehicles.names)}. "
             f"Usages: {', '.join(catalogue.usages.names)}."
@@ -96,7 +110,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
             reply += f"\nClosest alternative - {_a(vehicle)} ({other} use):\n{_listing(tires)}"
         return f"{reply}\n{supported}"
 
-    def check_service_availability(location: str, service_type: str) -> str:
+    def check_service_availability(self, location: str, service_type: str) -> str:
         """Check whether a TreadWise service is offered in a city and how soon the next slot
         is; if not, name the nearest city that offers it.
 
@@ -105,7 +119,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
             service_type: The service, e.g. mobile installation (tire change), rotation,
                 repair (puncture, flat), balancing, Smart Tread setup (sensors), recycling.
         """
-        coverage = load_coverage(extra.get("coverage"))
+        coverage = load_coverage(self.extra.get("coverage"))
         city_name = coverage.places.find(location)
         service = coverage.services.find(service_type)
         if city_name is None:
@@ -128,7 +142,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
             return f"{reply}; nearest: {other.name}, about {miles:.0f} miles away ({lead})."
         return f"{reply}, nor anywhere else we serve."
 
-    def record_customer_interest(email: str, name: str, message: str) -> str:
+    def record_customer_interest(self, email: str, name: str, message: str) -> str:
         """Save a customer's contact details and what they are interested in, so the sales
         team can follow up. Only call it with an e-mail address the customer gave.
 
@@ -138,7 +152,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
             message: What they want, e.g. "fleet pricing for 12 vans in Dallas".
         """
         try:
-            result = context.store.add_lead(email, name, message)
+            result = self.context.store.add_lead(email, name, message)
         except InvalidLead as exc:
             raise ToolException(f"Not saved: {exc}.") from exc
         except StoreUnavailable as exc:
@@ -146,7 +160,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
         status = "Already on file" if result.duplicate else "Saved"
         return f"{status}: we'll contact {email.strip()} about {_summary(message)}."
 
-    def record_feedback(question: str) -> str:
+    def record_feedback(self, question: str) -> str:
         """Record a question you could not answer with the other tools, so TreadWise staff
         can follow up on it.
 
@@ -154,16 +168,12 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
             question: The customer's question, in their words.
         """
         try:
-            ref = context.store.add_feedback(question)
+            ref = self.context.store.add_feedback(question)
         except InvalidLead as exc:
             raise ToolException(f"Not saved: {exc}.") from exc
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't save that right now: {exc}.") from exc
         return f"Noted (ref #{ref}): the TreadWise team will look into this question and follow up."
-
-    functions = (get_business_info, get_tire_recommendation, check_service_availability,
-                 record_customer_interest, record_feedback)
-    return [StructuredTool.from_function(fn, parse_docstring=True) for fn in functions]
 
 
 def _slot(lead_time: str) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from treadwise.emails import IN_TEXT_RE
+
 # A step argument that is replaced by the numeric result of the previous step.
 PREVIOUS = "$previous"
 
-EMAIL_RE = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
 EMAIL_ATTEMPT_RE = re.compile(
     r"\S+@\S*|\b(?:my )?e-?mail(?: address)? is\s+(\S+)", re.IGNORECASE
 )
@@ -100,7 +101,7 @@ MATH_LEADIN_RE = re.compile(
 
 
 def find_email(text: str) -> str | None:
-    match = EMAIL_RE.search(text)
+    match = IN_TEXT_RE.search(text)
     if not match:
         return None
     candidate = match.group(0)
@@ -375,7 +376,7 @@ class Lookups:
 
 def _lead_message(text: str, earlier: list[str]) -> str:
     """What the customer wants: this message without the address, or their earlier request."""
-    own = EMAIL_RE.sub("", text)
+    own = IN_TEXT_RE.sub("", text)
     own = re.sub(r"\b(?i:my name is|i am|i'm|this is)\s+[A-Z][\w'\-]*(\s+[A-Z][\w'\-]*)?", "", own)
     own = re.sub(r"(?i)\b(please\s+)?(contact|reach|e-?mail|call|write to) me( back)?"
                  r"(\s+(at|on|via|by))?\b", "", own)

@@ -8,7 +8,7 @@ import random
 import re
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -61,6 +61,8 @@ class OfflineModel(BaseChatModel):
     temperature: float = 0.0
     seed: int | None = None
     model_name: str = "offline"
+    # Strategy stages (plan, validate, write, ...) reach it as a `stage` keyword.
+    accepts_stage: ClassVar[bool] = True
 
     @property
     def _llm_type(self) -> str:
@@ -78,16 +80,16 @@ class OfflineModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
                   **kwargs: Any) -> ChatResult:
-        message = self._respond(messages, kwargs.get("tools") or [], kwargs.get("tool_choice"))
+        message = self._reply(messages, kwargs)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None,
                 **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        message = self._respond(messages, kwargs.get("tools") or [], kwargs.get("tool_choice"))
+        message = self._reply(messages, kwargs)
         if message.tool_calls:
             chunk = AIMessageChunk(
-                content="", id=message.id, usage_metadata=message.usage_metadata,
+                content=message.content, id=message.id, usage_metadata=message.usage_metadata,
                 tool_call_chunks=[
                     {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
                     for i, c in enumerate(message.tool_calls)
@@ -103,6 +105,14 @@ class OfflineModel(BaseChatModel):
             if run_manager:
                 run_manager.on_llm_new_token(word, chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)
+
+    def _reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+        tools, choice = kwargs.get("tools") or [], kwargs.get("tool_choice")
+        if stage := kwargs.get("stage"):
+            from treadwise.models.offline.stages import respond
+
+            return respond(self, stage, messages, tools, choice)
+        return self._respond(messages, tools, choice)
 
     def _respond(self, messages: list[BaseMessage], tools: list[dict],
                  tool_choice: str | None) -> AIMessage:
