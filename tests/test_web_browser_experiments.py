@@ -125,6 +125,9 @@ def test_transcripts_highlight_failed_checks_and_runs_compare(page, app):
     assert view.locator("img").count() == 0 and page.evaluate("window.__xss") is None
 
     page.get_by_text("Compare with another run").click()
+    older = next(p.name for p in app[1].iterdir() if "-older-" in p.name)
+    page.locator("#compare-baseline input").click()
+    page.get_by_role("option", name=older, exact=False).click()
     page.locator("#compare-start").click()
     result = page.locator("#compare-result")
     result.get_by_text("paired cases").first.wait_for()
