@@ -80,14 +80,15 @@ def _best_line(top: dict[str, Any]) -> str:
     if not top.get("tied"):
         return "- **Best configuration:** none (every case errored)."
     best, tied, indistinct = top["best"], top["tied"], top["indistinct"]
-    rate = (f"{pct(best['success_rate'])} (95% CI {interval(best)}, n={best['n']}"
-            f"{f', {best.errors} errored' if best['errors'] else ''})")
+    errored = f", {best['errors']} errored" if best["errors"] else ""
     if len(tied) > 1:
         text = (f"- **Best configuration: a tie.** {len(tied)} configurations share the top "
-                f"success rate {rate} for the first listed: {', '.join(tied[:12])}"
+                f"success rate, {pct(best['success_rate'])} (the first listed: 95% CI "
+                f"{interval(best)}, n={best['n']}{errored}): {', '.join(tied[:12])}"
                 f"{' ...' if len(tied) > 12 else ''}. None is picked over the others.")
     else:
-        text = f"- **Best configuration:** {tied[0]}: {rate}."
+        text = (f"- **Best configuration:** {tied[0]}: {pct(best['success_rate'])} (95% CI "
+                f"{interval(best)}, n={best['n']}{errored}).")
     if indistinct:
         text += (f" A further {len(indistinct)} configuration(s) are not significantly worse "
                  "after Holm's correction, so the data cannot rank them below it.")
