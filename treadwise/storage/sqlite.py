@@ -169,6 +169,29 @@ class Store:
             ).fetchone()
         return LeadResult(stored=False, duplicate=True, id=existing)
 
+    def replace_lead(self, old_email: str, email: str, name: str, message: str) -> LeadResult:
+        """Correct the address of a stored request: the lead (old_email, message) moves to
+        `email` instead of a second lead being added; without that lead it is added anew."""
+        email = validate_email(email)
+        name = _validate_text(name, "name", MAX_NAME, required=False, lines=False)
+        message = _validate_text(message, "message", MAX_MESSAGE, required=True, lines=True)
+        message_key = _same_message_key(message)
+        with self._connect(write=True) as db:
+            old = db.execute("SELECT id FROM leads WHERE email_key = ? AND message_key = ?",
+                             (old_email.strip().casefold(), message_key)).fetchone()
+            taken = db.execute("SELECT id FROM leads WHERE email_key = ? AND message_key = ?",
+                               (email.casefold(), message_key)).fetchone()
+            if old is not None and taken is None:
+                db.execute("UPDATE leads SET email = ?, email_key = ?, name = ? WHERE id = ?",
+                           (email, email.casefold(), name, old[0]))
+                return LeadResult(stored=True, duplicate=False, id=old[0])
+            if old is not None:
+                # The corrected address already holds this request: keep one, drop the old.
+                db.execute("DELETE FROM leads WHERE id = ?", (old[0],))
+        if taken is not None:
+            return LeadResult(stored=old is not None, duplicate=old is None, id=taken[0])
+        return self.add_lead(email, name, message)
+
     def add_feedback(self, question: str) -> int:
         """Store an unanswered question for staff to follow up; returns its id."""
         question = _validate_text(question, "question", MAX_QUESTION, required=True, lines=True)

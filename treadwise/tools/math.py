@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -10,9 +11,11 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from treadwise.safemath import MathEngine, MathError, get_engine
 from treadwise.tools import ToolContext
 
+Run = Callable[..., Any]
+
 
 def math_tools(context: ToolContext) -> list[BaseTool]:
-    """The thirteen math tools; `context.extra["math_engine"]` may supply the MathEngine."""
+    """The fourteen math tools; `context.extra["math_engine"]` may supply the MathEngine."""
     engine: MathEngine = context.extra.get("math_engine") or get_engine()
 
     def run(op: str, **kwargs: Any) -> Any:
@@ -21,6 +24,14 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
         except MathError as exc:
             raise ToolException(str(exc)) from None
 
+    plain = [*_arithmetic_tools(run), *_calculus_tools(run)]
+    tools: list[BaseTool] = [StructuredTool.from_function(fn, parse_docstring=True) for fn in plain]
+    tools.append(StructuredTool.from_function(_plot_tool(run, context), parse_docstring=True,
+                                              response_format="content_and_artifact"))
+    return tools
+
+
+def _arithmetic_tools(run: Run) -> list[Callable[..., str]]:
     def add(a: float, b: float) -> str:
         """Add two numbers exactly (0.1 + 0.2 = 0.3). The result follows the last "=".
 
@@ -92,6 +103,10 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
         """
         return run("calculate", expression=expression)
 
+    return [add, subtract, multiply, divide, power, square, square_root, calculate]
+
+
+def _calculus_tools(run: Run) -> list[Callable[..., str]]:
     def integrate(expression: str, variable: str = "x", lower: str | float | None = None,
                   upper: str | float | None = None) -> str:
         """Integrate a function: exact antiderivative (+ C) without bounds, exact value with
@@ -139,6 +154,25 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
         """
         return run("analyze_function", expression=expression, variable=variable)
 
+    def limit(expression: str, variable: str = "x", point: str | float = "0",
+              direction: str = "both") -> str:
+        """The limit of a function as the variable approaches a point or infinity; says when
+        the limit does not exist (different from each side, or oscillating).
+        Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
+
+        Args:
+            expression: The function, e.g. "sin(x)/x", "(1 + 1/x)^x".
+            variable: The variable that approaches the point.
+            point: Where it goes, e.g. "0", "pi/2", "oo" (infinity) or "-oo".
+            direction: "both" (the two-sided limit), "left" (from below) or "right".
+        """
+        return run("limit", expression=expression, variable=variable, point=point,
+                   direction=direction)
+
+    return [integrate, differentiate, solve_equation, analyze_function, limit]
+
+
+def _plot_tool(run: Run, context: ToolContext) -> Callable[..., tuple[str, str]]:
     def plot_area(expression: str, lower: str | float, upper: str | float,
                   variable: str = "x") -> tuple[str, str]:
         """Plot a function with the area under it between two bounds shaded, and give the
@@ -155,9 +189,4 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
         return run("plot_area", expression=expression, lower=lower, upper=upper,
                    variable=variable, out_path=str(path))
 
-    plain = [add, subtract, multiply, divide, power, square, square_root, calculate, integrate,
-             differentiate, solve_equation, analyze_function]
-    tools: list[BaseTool] = [StructuredTool.from_function(fn, parse_docstring=True) for fn in plain]
-    tools.append(StructuredTool.from_function(plot_area, parse_docstring=True,
-                                              response_format="content_and_artifact"))
-    return tools
+    return plot_area
