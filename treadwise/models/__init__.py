@@ -6,10 +6,11 @@ from treadwise.models.registry import (
     available_specs,
     default_spec,
     display_name,
+    model_label,
     parse_spec,
     provider,
     resolve_model,
 )
 
 __all__ = ["OFFLINE_LABEL", "PROVIDERS", "available_specs", "default_spec", "display_name",
-           "parse_spec", "provider", "resolve_model"]
+           "model_label", "parse_spec", "provider", "resolve_model"]

@@ -93,6 +93,14 @@ def display_name(spec: str) -> str:
     return f"{provider_name}:{model}"
 
 
+def model_label(spec: str) -> str:
+    """How a model is named to people (pickers, tables, charts); a bad spec shows as typed."""
+    try:
+        return display_name(spec)
+    except ModelConfigError:
+        return spec
+
+
 def api_key(provider_name: str, env: Mapping[str, str]) -> str:
     """The provider's key from the environment, or one line naming the variable to set."""
     names = KEY_VARIABLES[provider_name]

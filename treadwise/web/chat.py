@@ -8,8 +8,8 @@ from typing import Any
 
 import gradio as gr
 
-from treadwise.errors import ModelConfigError, redact
-from treadwise.models import available_specs, display_name
+from treadwise.errors import redact
+from treadwise.models import available_specs, display_name, model_label
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.web.export import export_files
@@ -34,13 +34,6 @@ Outputs = tuple[Any, Any, Any, Any, Any]
 def model_choices(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """(label, spec) for the picker: the offline model, then every provider whose key is set."""
     return [(display_name(spec), spec) for spec in available_specs(env)]
-
-
-def model_label(spec: str) -> str:
-    try:
-        return display_name(spec)
-    except ModelConfigError:
-        return spec
 
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:

@@ -66,7 +66,7 @@ def state_topic(state: DialogueState) -> str:
     if state.intent == "service" and state.service:
         label = profile.load_coverage().labels.get(state.service, state.service)
         return f"{label} in {state.city}" if state.city else label
-    return "a call back from the team"
+    return "a call back"
 
 
 def plan_contact(reading: Reading, state: DialogueState) -> Plan | None:

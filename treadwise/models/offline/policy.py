@@ -37,6 +37,8 @@ def decide(reading: Reading, state: DialogueState) -> Plan:
     """The first handler that knows what to do with the message decides the turn."""
     for handler in HANDLERS:
         if (plan := handler(reading, state)) is not None:
+            if reading.name:
+                plan.remember.setdefault("name", reading.name)
             return plan
     raise AssertionError("the last handler always decides")  # pragma: no cover
 
@@ -72,6 +74,8 @@ def _pending(reading: Reading, state: DialogueState) -> Plan | None:
 
 
 def _smalltalk(reading: Reading, state: DialogueState) -> Plan | None:
+    if reading.introduction:
+        return ask("smalltalk", "introduction", values={"name": reading.name})
     if reading.smalltalk is None:
         return None
     return ask("smalltalk", reading.smalltalk)

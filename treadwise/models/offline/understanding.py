@@ -209,6 +209,7 @@ class Reading:
     wants_contact: bool = False
     correction: bool = False
     name: str = ""
+    introduction: bool = False         # "My name is Ana Silva." and nothing else
     vehicle: str | None = None
     usage: str | None = None
     city: str | None = None
@@ -329,6 +330,8 @@ def _contact_cues(reading: Reading) -> None:
     name = NAME_RE.search(text)
     if name and name.group(1).split()[0] not in NOT_NAMES:
         reading.name = name.group(1)
+        rest = re.sub(rf"^(?:{GREETING})\b", "", _flat(NAME_RE.sub(" ", text)).strip())
+        reading.introduction = not re.search(r"\w", rest)
 
 
 def _entities(reading: Reading) -> None:
