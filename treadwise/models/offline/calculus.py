@@ -39,7 +39,8 @@ EQUATION_WORDS = {
     "find", "solve", "for", "if", "when", "given", "what", "is", "whats", "what's", "the",
     "value", "values", "of", "equation", "where", "that", "so", "calculate", "compute", "work",
     "out", "determine", "get", "roots", "root", "zeros", "solution", "solutions", "then",
-    "and", "equals", "to", "in", "satisfies", "satisfy", "an", "a"}
+    "and", "equals", "to", "in", "satisfies", "satisfy", "an", "a", "about", "how", "now",
+    "same", "also"}
 
 
 def looks_like_math(expression: str) -> bool:
