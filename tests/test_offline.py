@@ -206,13 +206,14 @@ def test_the_persona_comes_from_the_run_not_the_prompt(data_dir):
         "Technical Expert")
 
 
-def test_a_stage_keyword_reaches_the_one_hook_for_strategies():
-    class Staged(OfflineModel):
-        def _stage(self, stage, messages, persona):
-            return None if stage is None else AIMessage(f"{stage} by {persona.key}")
-
-    assert Staged().bind(stage="plan", persona="cautious").invoke("hi").text == "plan by cautious"
-    assert Staged().invoke("hi").text.startswith("Hi there")
+def test_a_stage_keyword_is_answered_from_the_same_plan():
+    question = "Add 5 and 4, then give me the square of the result"
+    plan = OfflineModel().bind(stage="plan").invoke(question).text
+    assert "Problem type: arithmetic" in plan
+    assert "add(a=5, b=4), then square(x='the previous result')" in plan
+    steps = OfflineModel().bind(stage="attempt-steps").invoke(question).text
+    assert steps.endswith("Final answer: 81")
+    assert OfflineModel().invoke("hi").text.startswith("Hi there")
 
 
 def test_temperature_zero_is_deterministic_and_higher_temperatures_vary(agent):

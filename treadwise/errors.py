@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 SECRET_ENV_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
 KEY_SHAPES_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})")
+# The password in a connection URL (scheme://user:password@host) or a libpq "password=..." pair.
+URL_PASSWORD_RE = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^:/@\s]*:)[^@\s/]+(@)", re.IGNORECASE)
+CONNINFO_PASSWORD_RE = re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 
 
 class ModelConfigError(ValueError):
@@ -49,6 +52,8 @@ def redact(text: str) -> str:
         value = os.environ.get(name)
         if value and len(value) >= 6 and value in text:
             text = text.replace(value, "[redacted]")
+    text = URL_PASSWORD_RE.sub(r"\1[redacted]\2", text)
+    text = CONNINFO_PASSWORD_RE.sub(r"\1[redacted]", text)
     return KEY_SHAPES_RE.sub("[redacted]", text)
 
 

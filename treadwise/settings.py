@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_ITERATIONS = 5
 DEFAULT_MAX_INPUT_CHARS = 4000
+CONSISTENCY_APPROACHES = ("react", "steps", "program")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -19,6 +20,18 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError as exc:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _database_url(env: Mapping[str, str]) -> str | None:
+    raw = env.get("TREADWISE_DATABASE_URL", "").strip()
+    if not raw:
+        return None
+    if not raw.startswith(("postgresql://", "postgres://")):
+        # Only the scheme is quoted back: the rest may hold a password.
+        scheme = raw.partition("://")[0][:20] if "://" in raw else "no scheme"
+        raise ValueError("TREADWISE_DATABASE_URL must be a postgresql:// URL "
+                         f"(got {scheme!r})")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,13 @@ class Settings:
     port: int = 7860
     auth: tuple[str, str] | None = None
     mcp_config: Path | None = None
+    # postgresql://user:password@host/db: memory, leads and feedback in PostgreSQL, shared by
+    # every replica. Kept out of repr so a logged Settings never shows the password.
+    database_url: str | None = field(default=None, repr=False)
+    # self-consistency: attempts per question, their approaches in turn, model calls per turn
+    consistency_k: int = 3
+    consistency_approaches: tuple[str, ...] = CONSISTENCY_APPROACHES
+    consistency_budget: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -57,6 +77,12 @@ class Settings:
             port=int(_float(env, "TREADWISE_PORT", 7860)),
             auth=auth,
             mcp_config=Path(mcp) if mcp else None,
+            database_url=_database_url(env),
+            consistency_k=int(_float(env, "TREADWISE_CONSISTENCY_K", 3)),
+            consistency_approaches=tuple(
+                env.get("TREADWISE_CONSISTENCY_APPROACHES", "").replace(",", " ").split())
+            or CONSISTENCY_APPROACHES,
+            consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
         )
 
     def ensure_data_dir(self) -> Path:

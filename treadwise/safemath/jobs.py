@@ -17,7 +17,7 @@ from treadwise.safemath.errors import MathInputError
 OPERATIONS: dict[str, Callable[..., object]] = {}
 # The modules whose @operation functions make up the engine, by family.
 FAMILIES = ("treadwise.safemath.arithmetic", "treadwise.safemath.calculus",
-            "treadwise.safemath.solving")
+            "treadwise.safemath.solving", "treadwise.safemath.program")
 
 T = TypeVar("T")
 

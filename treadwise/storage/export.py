@@ -6,7 +6,7 @@ import csv
 import json
 from typing import Literal, TextIO
 
-from treadwise.storage.sqlite import Store
+from treadwise.storage.leads import LeadStore
 
 LEAD_COLUMNS = ("id", "created_at", "email", "name", "message")
 # A spreadsheet treats a cell starting with one of these as a formula (OWASP CSV injection).
@@ -20,7 +20,7 @@ def neutralise_cell(value: object) -> object:
     return value
 
 
-def export_leads(store: Store, fmt: Literal["csv", "jsonl"], out: TextIO) -> int:
+def export_leads(store: LeadStore, fmt: Literal["csv", "jsonl"], out: TextIO) -> int:
     """Write every lead to `out` as CSV (with a header) or JSON lines; returns rows written."""
     if fmt not in ("csv", "jsonl"):
         raise ValueError(f"unknown export format {fmt!r}; use csv or jsonl")

@@ -15,7 +15,7 @@ from treadwise.profile import (
     load_coverage,
     load_tire_catalogue,
 )
-from treadwise.storage.sqlite import InvalidLead, StoreUnavailable
+from treadwise.storage.leads import InvalidLead, StoreUnavailable
 from treadwise.tools import ToolContext
 
 # Words that ask what a city offers rather than naming one service.

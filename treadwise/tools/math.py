@@ -186,7 +186,30 @@ def _plot_tool(run: Run, context: ToolContext) -> Callable[..., tuple[str, str]]
             variable: The function's variable.
         """
         path = (context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
-        return run("plot_area", expression=expression, lower=lower, upper=upper,
-                   variable=variable, out_path=str(path))
+        text, artifact = run("plot_area", expression=expression, lower=lower, upper=upper,
+                             variable=variable, out_path=str(path))
+        context.plots.keep(artifact)
+        return text, artifact
 
     return plot_area
+
+
+def program_tools(context: ToolContext) -> list[BaseTool]:
+    """The restricted program tool (self-consistency's program-aided attempts use it)."""
+    engine: MathEngine = context.extra.get("math_engine") or get_engine()
+
+    def run_program(program: str) -> str:
+        """Run a short math program in the sandbox and give each line's value and the result.
+        One statement per line: `name = expression`, or a final expression whose value is the
+        result. Expressions use numbers, + - * / ** %, names assigned above, and the math
+        functions (sqrt, sin, ln, factorial, ...). Nothing else is allowed.
+
+        Args:
+            program: The program, e.g. "a = 5 + 4\\nb = a**2\\nb".
+        """
+        try:
+            return engine.run("run_program", program=program)
+        except MathError as exc:
+            raise ToolException(str(exc)) from None
+
+    return [StructuredTool.from_function(run_program, parse_docstring=True)]

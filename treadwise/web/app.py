@@ -45,7 +45,7 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
                     elem_classes="tw-header")
         with gr.Tabs():
             with gr.Tab("Chat", id="chat-tab"):
-                ChatTab(holder, settings).build(env)
+                ChatTab(holder, settings).build(env, demo)
             with gr.Tab("Experiments", id="experiments-tab"):
                 ExperimentsTab(results_dir or RESULTS_DIR).build(demo)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=MAX_QUEUE)

@@ -8,10 +8,13 @@ from typing import Any
 
 import gradio as gr
 
+from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import redact
 from treadwise.models import available_specs, display_name, model_label
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.storage.plots import SharedPlots
+from treadwise.tools.web import status_note as web_status_note
 from treadwise.web.export import export_files
 from treadwise.web.files import publish_png
 from treadwise.web.render import render
@@ -48,9 +51,10 @@ class ChatTab:
         self.settings = settings
         self.personas = load_personas()
         self.plots_dir = settings.data_dir / "plots"
+        self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.cache_dir = ""
 
-    def build(self, env: Mapping[str, str] | None = None) -> None:
+    def build(self, env: Mapping[str, str] | None = None, demo: gr.Blocks | None = None) -> None:
         session = gr.State(new_session)
         with gr.Row(equal_height=False):
             with gr.Column(scale=7, min_width=480):
@@ -102,11 +106,18 @@ class ChatTab:
                     info="Used instead of the list when filled in.")
                 temperature = gr.Slider(0.0, 1.0, value=0.0, step=0.05, label="Temperature",
                                         elem_id="temperature")
+                strategy = gr.Dropdown(
+                    choices=strategy_names(), value=DEFAULT_STRATEGY, label="Strategy",
+                    elem_id="strategy-picker",
+                    info="How the assistant thinks: react (the default reason/tools loop) or "
+                         "another strategy, each with its own budget of model calls; every "
+                         "stage shows as a step.")
+                gr.Markdown(web_status_note(), elem_classes="tw-note")
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
         outputs = [chatbot, message, session, export_md, export_json]
-        turn_inputs = [session, persona, model, custom, temperature]
+        turn_inputs = [session, persona, model, custom, temperature, strategy]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
         turn = {"outputs": outputs, "show_progress": "minimal", "concurrency_id": "chat-turn"}
         message.submit(self.send, [message, *turn_inputs], api_name="send", **turn)
@@ -117,16 +128,25 @@ class ChatTab:
         # The chatbot's own trash button must clear the memory too, not just the view.
         chatbot.clear(self.new_conversation, [session], outputs, api_visibility="private")
         stop.click(self.stop, [session], None, api_name="stop", queue=False)
+        # Any replica can reopen a conversation by its thread id (memory is in the database):
+        # from the API, or in the browser with ?thread=<id> (the id is in the JSON export).
+        thread = gr.Textbox(visible=False)
+        gr.Button(visible=False).click(self.resume, [thread, session], outputs,
+                                       api_name="resume")
+        if demo is not None:
+            demo.load(self.resume_from_link, [session], outputs, api_visibility="private")
 
     def send(self, message: str, session: ChatSession, persona: str, model: str,
-             custom: str, temperature: float) -> Iterator[Outputs]:
+             custom: str, temperature: float,
+             strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
         if not (message or "").strip():
             yield gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
             return
-        yield from self._turn(message, session, persona, model, custom, temperature)
+        yield from self._turn(message, session, persona, model, custom, temperature,
+                              strategy=strategy)
 
     def retry(self, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float) -> Iterator[Outputs]:
+              temperature: float, strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
         """Send the last message again, with the persona and model picked now."""
         if session.running or not session.turns:
             if session.running:
@@ -136,7 +156,7 @@ class ChatTab:
         last = session.turns.pop()
         self.runner.undo(last, session.thread_id)
         yield from self._turn(last.user, session, persona, model, custom, temperature,
-                              clear_input=False)
+                              clear_input=False, strategy=strategy)
 
     def undo(self, session: ChatSession) -> Outputs:
         """Forget the last turn and put its message back in the box for editing."""
@@ -155,8 +175,32 @@ class ChatTab:
     def stop(self, session: ChatSession) -> None:
         session.stop()
 
+    def resume(self, thread_id: str, session: ChatSession) -> Outputs:
+        """Show the conversation memory holds for `thread_id` and continue it from here."""
+        from treadwise.web.resume import restored_turns, valid_thread_id
+
+        if session.running:
+            gr.Warning(BUSY_WARNING)
+            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+        if (thread := valid_thread_id(thread_id)) is None:
+            gr.Warning("That is not a conversation id (32 hexadecimal characters).")
+            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+        session.thread_id = thread
+        session.turns = restored_turns(self.runner.agent.get().history(thread))
+        for turn in session.turns:
+            for step in turn.steps:
+                self._publish(turn, step)
+        return self._view(session, message="", exports=True)
+
+    def resume_from_link(self, session: ChatSession, request: gr.Request) -> Outputs:
+        thread = dict(request.query_params or {}).get("thread") if request else None
+        if not thread:
+            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+        return self.resume(thread, session)
+
     def _turn(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float, clear_input: bool = True) -> Iterator[Outputs]:
+              temperature: float, clear_input: bool = True,
+              strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
         spec = (custom or "").strip() or model or "offline"
         known = self.personas.get(persona)
         turn = Turn(user=message, persona=persona, persona_name=known.name if known else persona,
@@ -168,7 +212,8 @@ class ChatTab:
         from treadwise.agent import TurnFinished
 
         for event in self.runner.stream(turn, session.thread_id, message, persona=persona,
-                                        model=spec, temperature=turn.temperature):
+                                        model=spec, temperature=turn.temperature,
+                                        strategy=strategy or DEFAULT_STRATEGY):
             self._apply(turn, event)
             # Every update re-sends the whole conversation, so bursts of events (fast tools,
             # streamed words) are shown together; the final view below always follows.
@@ -181,9 +226,17 @@ class ChatTab:
         yield self._view(session, exports=True)
 
     def _apply(self, turn: Turn, event: Any) -> None:
-        from treadwise.agent import TextDelta, ToolFinished, ToolStarted, TurnFinished
+        from treadwise.agent import (
+            StageFinished,
+            TextDelta,
+            ToolFinished,
+            ToolStarted,
+            TurnFinished,
+        )
 
-        if isinstance(event, TextDelta):
+        if isinstance(event, StageFinished):
+            turn.stages.append((len(turn.steps), event.stage))
+        elif isinstance(event, TextDelta):
             turn.streamed += event.text
             turn.answer = redact(turn.streamed)  # the final answer comes redacted; so must this
         elif isinstance(event, ToolStarted | ToolFinished):
@@ -210,7 +263,8 @@ class ChatTab:
     def _publish(self, turn: Turn, step: Any) -> None:
         if step.id in turn.plots or not step.artifacts:
             return
-        paths = [publish_png(a, self.plots_dir, self.cache_dir) for a in step.artifacts]
+        found = [self.plots.find(a) for a in step.artifacts]
+        paths = [publish_png(f, self.plots_dir, self.cache_dir) for f in found if f]
         turn.plots[step.id] = [p for p in paths if p]
 
     def _view(self, session: ChatSession, *, message: str | None = None,

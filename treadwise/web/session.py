@@ -29,6 +29,8 @@ class Turn:
     answer: str = ""  # what is shown: the streamed text so far (redacted), then the final answer
     streamed: str = ""
     steps: list[ToolStep] = field(default_factory=list)
+    # Strategy stages (plan, thought, check, attempt), each with how many tool steps preceded it.
+    stages: list[tuple[int, dict]] = field(default_factory=list)
     plots: dict[str, list[str]] = field(default_factory=dict)  # step id -> cached PNG paths
     error_type: str | None = None
     error: str | None = None

@@ -328,24 +328,46 @@ def substitute(expression: str, value: str) -> str:
     return expression.replace(PREVIOUS, shown)
 
 
-SIMPLE_RE = re.compile(rf"^\(?\s*(?P<a>{NUM})\s*(?P<op>[-+*/^])\s*(?P<b>{NUM})\s*\)?$")
-SQUARE_RE = re.compile(rf"^\(?\(?(?P<a>{NUM})\)?\s*\^\s*2\s*\)?$")
-ROOT_RE = re.compile(rf"^sqrt\(\s*(?P<a>{NUM})\s*\)$")
+OPERAND = rf"(?:{NUM}|{PREVIOUS})"
+SIMPLE_RE = re.compile(rf"^\(?\s*(?P<a>{OPERAND})\s*(?P<op>[-+*/^])\s*(?P<b>{OPERAND})\s*\)?$")
+SQUARE_RE = re.compile(rf"^\(?\(?(?P<a>{OPERAND})\)?\s*\^\s*2\s*\)?$")
+ROOT_RE = re.compile(rf"^sqrt\(\s*(?P<a>{OPERAND})\s*\)$")
 NAMED = {"+": ("add", "a", "b"), "-": ("subtract", "a", "b"), "*": ("multiply", "a", "b"),
          "/": ("divide", "a", "b"), "^": ("power", "base", "exponent")}
+# The named tools as expressions, for a previous result that is not a plain number ("1/3").
+TEMPLATES = {"add": "{a} + {b}", "subtract": "{a} - {b}", "multiply": "{a} * {b}",
+             "divide": "{a} / {b}", "power": "{base}^{exponent}", "square": "{x}^2",
+             "square_root": "sqrt({x})", "calculate": "{expression}"}
+
+
+def _argument(text: str) -> object:
+    return PREVIOUS if text == PREVIOUS else plain_number(text)
 
 
 def arithmetic_call(expression: str) -> Call:
-    """The named tool for one operation on two plain numbers, else `calculate`."""
+    """The named tool for one operation on two plain numbers, else `calculate`.
+
+    An operand may be PREVIOUS, the result of the step before, filled in by `with_previous`.
+    """
     expression = " ".join(expression.split())
     for pattern, tool, names in ((SQUARE_RE, "square", ("x",)),
                                  (ROOT_RE, "square_root", ("x",))):
         if (match := pattern.fullmatch(expression)) and \
-                (x := plain_number(match.group("a"))) is not None:
+                (x := _argument(match.group("a"))) is not None:
             return Call(tool, {names[0]: x})
     if match := SIMPLE_RE.fullmatch(expression):
-        a, b = plain_number(match.group("a")), plain_number(match.group("b"))
+        a, b = _argument(match.group("a")), _argument(match.group("b"))
         if a is not None and b is not None:
             tool, first, second = NAMED[match.group("op")]
             return Call(tool, {first: a, second: b})
     return Call("calculate", {"expression": expression})
+
+
+def needs_previous(call: Call) -> bool:
+    return any(PREVIOUS in str(value) for value in call.args.values())
+
+
+def with_previous(call: Call, value: str) -> Call:
+    """The call with the previous step's exact result in place of PREVIOUS."""
+    expression = TEMPLATES[call.tool].format(**call.args)
+    return arithmetic_call(substitute(expression, value))

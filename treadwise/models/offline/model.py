@@ -8,7 +8,7 @@ import random
 import re
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -18,9 +18,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from treadwise.conversation import current_turn, turn_start
 from treadwise.models.offline import dialogue
-from treadwise.models.offline.mathwords import arithmetic_call, substitute
+from treadwise.models.offline.mathwords import needs_previous, with_previous
 from treadwise.models.offline.plan import Call, Plan
-from treadwise.models.offline.policy import ARITHMETIC_STEP, decide
+from treadwise.models.offline.policy import decide
 from treadwise.models.offline.understanding import understand
 from treadwise.models.offline.voice import Voice
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
@@ -52,6 +52,8 @@ class OfflineModel(BaseChatModel):
     temperature: float = 0.0
     seed: int | None = None
     model_name: str = "offline"
+    # Strategy stages (plan, validate, write, ...) reach it as a `stage` keyword.
+    accepts_stage: ClassVar[bool] = True
 
     @property
     def _llm_type(self) -> str:
@@ -69,15 +71,15 @@ class OfflineModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
                   **kwargs: Any) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._respond(messages, kwargs))])
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None,
                 **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        message = self._respond(messages, kwargs)
+        message = self._reply(messages, kwargs)
         if message.tool_calls:
             yield ChatGenerationChunk(message=AIMessageChunk(
-                content="", id=message.id, usage_metadata=message.usage_metadata,
+                content=message.content, id=message.id, usage_metadata=message.usage_metadata,
                 tool_call_chunks=[
                     {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
                     for i, c in enumerate(message.tool_calls)]))
@@ -103,20 +105,25 @@ class OfflineModel(BaseChatModel):
         except ValueError:
             return get_persona(DEFAULT_PERSONA)
 
-    def _respond(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+    def _reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+        tools, choice = kwargs.get("tools") or [], kwargs.get("tool_choice")
         persona = self.persona(kwargs.get("persona"))
-        staged = self._stage(kwargs.get("stage"), messages, persona)
-        if staged is not None:
-            return staged
-        start = turn_start(messages)
-        human = messages[start].text if start >= 0 else ""
-        state = dialogue.latest(messages[:max(start, 0)])
-        plan = decide(understand(human), state)
+        if stage := kwargs.get("stage"):
+            # The one hook for reasoning strategies: their stage prompts are answered there.
+            from treadwise.models.offline.stages import respond
+
+            return respond(self, stage, messages, tools, choice)
+        return self._respond(messages, tools, choice, persona)
+
+    def _respond(self, messages: list[BaseMessage], tools: list[dict], tool_choice: str | None,
+                 persona: Persona | None = None) -> AIMessage:
+        """One ordinary turn step: the next tool calls of the plan, or the worded answer."""
+        human, state, plan = read_turn(messages)
         turn = current_turn(messages)
         results = [m for m in turn if isinstance(m, ToolMessage)]
         done = sum(1 for m in turn if isinstance(m, AIMessage) and m.tool_calls)
-        tool_names = {t["function"]["name"] for t in kwargs.get("tools") or []}
-        stopped = kwargs.get("tool_choice") == "none"
+        tool_names = {t["function"]["name"] for t in tools}
+        stopped = tool_choice == "none"
         if not stopped and done < len(plan.steps) and \
                 not any(m.status == "error" for m in results):
             calls = _resolve(plan.steps[done], results)
@@ -125,16 +132,13 @@ class OfflineModel(BaseChatModel):
             # A step that cannot run (a result that cannot be reused exactly, a missing tool)
             # ends the turn with what was found so far.
             stopped = bool(results)
-        voice = Voice(persona, self._rng(human, len(turn)), self.temperature)
+        voice = self.voice(human, len(turn), persona)
         text = voice.answer(plan, results, tool_names, capped=stopped)
         return self._finish(messages, text, [], dialogue.after(state, plan, results))
 
-    def _stage(self, stage: str | None, messages: list[BaseMessage],
-               persona: Persona) -> AIMessage | None:
-        """The hook for reasoning strategies: a `stage` keyword (model.bind(stage="plan"))
-        asks for one stage of a strategy, answered by offline/stages.py where that exists.
-        None means an ordinary turn."""
-        return None
+    def voice(self, human: str, position: int, persona: Persona | None = None) -> Voice:
+        """The persona's voice for this reply, seeded by the message and the step."""
+        return Voice(persona or self.persona(), self._rng(human, position), self.temperature)
 
     def _rng(self, human: str, position: int) -> random.Random:
         if self.seed is None:
@@ -158,19 +162,31 @@ class OfflineModel(BaseChatModel):
         )
 
 
+def read_turn(messages: Sequence[BaseMessage]) -> tuple[str, dialogue.DialogueState, Plan]:
+    """The latest user message, the dialogue state before it, and the plan for it."""
+    start = turn_start(messages)
+    human = messages[start].text if start >= 0 else ""
+    state = dialogue.latest(messages[:max(start, 0)])
+    return human, state, decide(understand(human), state)
+
+
+def plan_for(messages: Sequence[BaseMessage]) -> Plan:
+    """What the model plans for the latest user message of `messages`, given the thread."""
+    return read_turn(messages)[2]
+
+
 def _resolve(step: list[Call], results: list[ToolMessage]) -> list[Call] | None:
-    """This step's real calls: an arithmetic step gets the previous step's exact result."""
+    """This step's calls, with the previous step's exact result where a call needs it."""
+    last = results[-1] if results else None
+    value = dialogue.exact_result(last.name or "", last.text) if last else None
     resolved = []
     for call in step:
-        if call.tool != ARITHMETIC_STEP:
-            resolved.append(call)
-            continue
-        last = results[-1] if results else None
-        value = dialogue.exact_result(last.name or "", last.text) if last else None
-        if value is None:
-            return None
-        resolved.append(arithmetic_call(substitute(call.args["expression"], value)))
+        if needs_previous(call):
+            if value is None:
+                return None
+            call = with_previous(call, value)
+        resolved.append(call)
     return resolved
 
 
-__all__ = ["OfflineModel", "Plan", "estimate_tokens"]
+__all__ = ["OfflineModel", "Plan", "estimate_tokens", "plan_for"]

@@ -19,8 +19,6 @@ from treadwise.models.offline.mathwords import (
 from treadwise.models.offline.plan import PREVIOUS, Call, Plan, ask, single
 from treadwise.models.offline.understanding import Reading, bare_place
 
-# A step that still needs the previous step's result; the model resolves it to a real call.
-ARITHMETIC_STEP = "$arithmetic"
 ARITHMETIC_METHOD = "exact arithmetic (fractions stay fractions), in the usual order of operations"
 # Words that may stand before "tires" in "do you sell ... tires?" without naming a product
 # we might not carry ("motorcycle tires" is such a product).
@@ -95,26 +93,24 @@ def _math(reading: Reading, state: DialogueState) -> Plan | None:
         return _arithmetic(found, state)
     if isinstance(found, Unclear) and found.options:
         first, second = found.options[:2]
-        return ask("math", "math_choice", "math_choice", options=[first, second],
+        return ask("arithmetic", "math_choice", "math_choice", options=[first, second],
                    values={"first": first, "second": second})
     if isinstance(found, Unclear):
-        return ask("math", "math_unclear")
+        return ask("arithmetic", "math_unclear")
     return None
 
 
 def _arithmetic(found: Arithmetic, state: DialogueState) -> Plan:
     steps: list[list[Call]] = []
     for i, clause in enumerate(found.clauses):
-        if PREVIOUS not in clause:
-            steps.append([arithmetic_call(clause)])
-        elif i > 0:
-            steps.append([Call(ARITHMETIC_STEP, {"expression": clause})])
-        elif state.result is None:
-            return ask("math", "need_result")
-        else:
-            steps.append([arithmetic_call(substitute(clause, state.result))])
-    return Plan("math", steps, kind="math", method=ARITHMETIC_METHOD,
-                remember={"intent": "math"})
+        if PREVIOUS in clause and i == 0:
+            # "now multiply that by 3": the result of an earlier turn.
+            if state.result is None:
+                return ask("arithmetic", "need_result")
+            clause = substitute(clause, state.result)
+        steps.append([arithmetic_call(clause)])
+    return Plan("arithmetic", steps, kind="math", method=ARITHMETIC_METHOD,
+                remember={"intent": "arithmetic"})
 
 
 def _tires(reading: Reading, state: DialogueState) -> Plan | None:
@@ -183,7 +179,7 @@ def _business(reading: Reading, state: DialogueState) -> Plan | None:
 
 
 def _math_unclear(reading: Reading, state: DialogueState) -> Plan | None:
-    return ask("math", "math_unclear") if MATHY_RE.search(reading.core) else None
+    return ask("arithmetic", "math_unclear") if MATHY_RE.search(reading.core) else None
 
 
 def _unknown(reading: Reading, state: DialogueState) -> Plan:
