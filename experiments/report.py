@@ -11,7 +11,7 @@ from typing import Any
 from experiments.results import RESULTS_FILE, complete_text
 from experiments.runs import REPORT_FILE, read_meta
 from experiments.stats import mcnemar_exact, percentile, wilson
-from treadwise.models.registry import model_label
+from treadwise.models.registry import label as model_label
 
 SUMMARY_FILE = "summary.csv"
 EFFECTS_FILE = "effects.csv"

@@ -157,9 +157,12 @@ def test_no_lead_without_the_customers_own_request(agent, data_dir, message):
 
 
 def test_two_addresses_are_asked_about_before_anything_is_stored(agent, data_dir):
-    ask, chosen = talk(agent, "contact me at a@x.example.com or b@y.example.com",
-                       "the second one")
+    ask, chosen, typed = talk(agent, "contact me at a@x.example.com or b@y.example.com",
+                              "the second one", "b@y.example.com")
     assert ask.tool_calls == [] and "a@x.example.com" in ask.answer
+    # The consent rule wants the chosen address typed on its own; the model asks for just that.
+    assert chosen.tool_calls == [] and "b@y.example.com" in chosen.answer
+    assert tools(typed) == ["record_customer_interest"] and typed.tool_calls[0].error is None
     assert [lead["email"] for lead in Store(data_dir).leads()] == ["b@y.example.com"]
 
 
@@ -167,6 +170,8 @@ def test_a_bare_address_is_confirmed_first(agent, data_dir):
     confirm, no = talk(agent, "ana@fleetco.com", "no")
     assert confirm.tool_calls == [] and no.tool_calls == []
     assert Store(data_dir).lead_count() == 0
+    talk(agent, "bo@fleetco.com", "yes please", thread="yes")
+    assert [lead["email"] for lead in Store(data_dir).leads()] == ["bo@fleetco.com"]
 
 
 # ---- the model itself ---------------------------------------------------------------------

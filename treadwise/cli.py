@@ -34,13 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="send one message and print the answer")
     chat.add_argument("--persona", default=DEFAULT_PERSONA, choices=list(load_personas()))
     chat.add_argument("--model", default=default_spec(),
-                      help="offline (rule-based, the default), openai:MODEL, "
+                      help="offline (rule-based, the default), local:smollm2 or "
+                      "local:/path/to/model.gguf (llama.cpp), openai:MODEL, "
                       "google_genai:MODEL, or any provider:model init_chat_model knows")
     chat.add_argument("--temperature", type=_temperature, default=0.0)
     chat.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=strategy_names(),
                       help="how the turn thinks (default: react, the reason/tools loop)")
     chat.add_argument("--seed", type=int, default=None,
-                      help="seed for the offline model's phrasing above temperature 0")
+                      help="sampling seed (local and OpenAI models; the offline model's "
+                      "phrasing above temperature 0)")
     chat.add_argument("--thread", default=None, help="conversation id; reuse it to continue")
     chat.add_argument("--json", action="store_true", help="print one JSON object")
     chat.add_argument("message", help="what you want to ask")
@@ -111,10 +113,10 @@ def _personas(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from treadwise.models import available_specs, display_name
+    from treadwise.models import available_specs, label
 
     for spec in available_specs():
-        print(f"{spec:<32} {display_name(spec)}")
+        print(f"{spec:<32} {label(spec)}")
     return EXIT_OK
 
 

@@ -17,8 +17,22 @@ class ModelConfigError(ValueError):
     """A model cannot be built here: missing key or package, or a malformed spec."""
 
 
+class ModelUnavailable(ModelConfigError):
+    """The spec is fine but the model cannot run here: its runtime or weights are missing."""
+
+
+class ModelLimitError(RuntimeError):
+    """A model refused the request for a reason its message explains (e.g. a full context)."""
+
+
 class InputRejected(ValueError):
     """The user's message is refused before any model call (too long, empty)."""
+
+
+# Errors whose message is already written for the user, most specific first.
+OWN_ERRORS: tuple[tuple[type[BaseException], str], ...] = (
+    (ModelUnavailable, "unavailable"), (ModelConfigError, "config"),
+    (InputRejected, "input_rejected"), (ModelLimitError, "model_limit"))
 
 
 @dataclass(frozen=True)
@@ -92,10 +106,9 @@ def _chain(error: BaseException) -> list[BaseException]:
 
 def classify(error: BaseException, timeout_s: float | None = None) -> FriendlyError:
     """One short, honest line for the user; never a traceback, never a secret."""
-    if isinstance(error, ModelConfigError):
-        return FriendlyError("config", redact(str(error)))
-    if isinstance(error, InputRejected):
-        return FriendlyError("input_rejected", str(error))
+    for kind, name in OWN_ERRORS:
+        if isinstance(error, kind):
+            return FriendlyError(name, redact(str(error)))
     names = " ".join(type(e).__name__ for e in _chain(error)).lower()
     status = next((s for e in _chain(error) if (s := _status(e)) is not None), None)
     if "timeout" in names or "timedout" in names or "deadline" in names:

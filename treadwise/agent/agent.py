@@ -198,7 +198,8 @@ class Agent:
         as the provider streams it; without ``tokens`` models are called plainly."""
         thread_id = thread_id or uuid.uuid4().hex
         started = time.perf_counter()
-        result = TurnResult(answer="", persona=persona, model=model, temperature=temperature,
+        shown = model if model in self.injected_models else display_name(model)
+        result = TurnResult(answer="", persona=persona, model=shown, temperature=temperature,
                             thread_id=thread_id)
         steps: list[ToolStep] = []
         stages: list[dict[str, Any]] = []
@@ -213,7 +214,6 @@ class Agent:
             result.latency_s = round(time.perf_counter() - started, 4)
             yield TurnFinished(result)
             return
-        result.model = model if model in self.injected_models else display_name(model)
         try:
             modes = ["messages", "updates"] if tokens else ["updates"]
             for mode, data in graph.stream(turn_input(message),

@@ -51,9 +51,22 @@ def _guarded(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]
     started = time.perf_counter()
     result = execute(request)
     if isinstance(result, ToolMessage):
+        if isinstance(result.content, str):
+            result.content = redact(result.content)  # tool results go to memory as they are
         result.response_metadata = {**result.response_metadata,
                                     "duration_s": round(time.perf_counter() - started, 4)}
     return result
+
+
+def redact_args(value: Any) -> Any:
+    """Tool-call arguments with every secret redacted, however deeply nested."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_args(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_args(item) for item in value]
+    return value
 
 
 def tool_node(tools: Sequence[BaseTool]) -> ToolNode:
@@ -147,11 +160,13 @@ class _Binder:
 
 def clean(response: AIMessage, final: bool) -> AIMessage:
     """Drop tool calls from a call made without tools; give malformed calls ids so errors can
-    answer them. Model text is untrusted: secrets it repeats are redacted before memory or
-    anyone sees them."""
+    answer them. Model text is untrusted: secrets it repeats, in its text or in tool arguments,
+    are redacted before memory, a tool or anyone sees them."""
     if isinstance(response.content, str) and (safe := redact(response.content)) != \
             response.content:
         response = response.model_copy(update={"content": safe})
+    for call in response.tool_calls:
+        call["args"] = redact_args(call["args"])
     if final and (response.tool_calls or response.invalid_tool_calls):
         return AIMessage(content=response.content, id=response.id,
                          usage_metadata=response.usage_metadata,

@@ -9,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.graph.message import add_messages
 
+from treadwise.errors import redact
 from treadwise.personas import Persona
 
 
@@ -23,8 +24,12 @@ class AgentState(TypedDict):
 
 
 def turn_input(message: str) -> dict[str, Any]:
-    """The graph input that starts a user turn: the message, and every per-turn count at zero."""
-    return {"messages": [HumanMessage(message)], "iterations": 0, "nudges": 0, "trace": {}}
+    """The graph input that starts a user turn: the message, and every per-turn count at zero.
+
+    A secret the user types is redacted here, so it never reaches memory (nor the model).
+    """
+    return {"messages": [HumanMessage(redact(message))], "iterations": 0, "nudges": 0,
+            "trace": {}}
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 import mpmath
 import sympy as sp
-from sympy.calculus.singularities import singularities
 
+from treadwise.safemath.definite import Outcome, definite, geometric_area
 from treadwise.safemath.display import (
     format_decimal,
     pretty,
@@ -20,7 +18,7 @@ from treadwise.safemath.display import (
     superscript,
 )
 from treadwise.safemath.errors import MathInputError
-from treadwise.safemath.jobs import attempt, operation, quietly
+from treadwise.safemath.jobs import operation, quietly
 from treadwise.safemath.numbers import as_text, to_float
 from treadwise.safemath.numeric import compile_numeric
 from treadwise.safemath.parser import parse, parse_variable
@@ -42,15 +40,6 @@ def _bound(value: object, variable: sp.Symbol, what: str) -> sp.Expr | None:
     return bound
 
 
-@dataclass(frozen=True)
-class _Outcome:
-    """A definite integral's value: exact, a numerical estimate, divergent, or unknown."""
-
-    kind: Literal["exact", "numeric", "diverges", "unknown"]
-    value: Any = None
-    note: str = ""
-
-
 @operation
 def integrate(expression: str, variable: str = "x", lower: object = None,
               upper: object = None) -> str:
@@ -63,7 +52,7 @@ def integrate(expression: str, variable: str = "x", lower: object = None,
         )
     if a is None:
         return _antiderivative(f, x)
-    return _integral_statement(f, x, a, b, _definite(f, x, a, b))
+    return _integral_statement(f, x, a, b, definite(f, x, a, b))
 
 
 def _antiderivative(f: sp.Expr, x: sp.Symbol) -> str:
@@ -81,76 +70,6 @@ def _antiderivative(f: sp.Expr, x: sp.Symbol) -> str:
     return f"∫ {show_expr(f)} d{x} = {show_expr(antiderivative)} + C"
 
 
-def _definite(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> _Outcome:
-    if a == b:
-        return _Outcome("exact", sp.Integer(0))
-    result = quietly(lambda: sp.integrate(f, (x, a, b)), 0.6)
-    if result is not None and not result.has(sp.Integral):
-        if result.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
-            return _Outcome("diverges", note=_divergence_note(result, f, x, a, b))
-        return _Outcome("exact", result)
-    if a.free_symbols or b.free_symbols or (f.free_symbols - {x}):
-        return _Outcome("unknown", note="no closed form was found, and the other variables rule "
-                                        "out a numerical estimate")
-    return _numeric_integral(f, x, a, b)
-
-
-def _poles(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> list[sp.Expr]:
-    lo, hi = (a, b) if bool(a < b) else (b, a)
-    found = quietly(lambda: singularities(f, x, sp.Interval(lo, hi)), 0.2)
-    if not isinstance(found, sp.FiniteSet) or len(found) > 20:
-        return []
-    return sorted((p for p in found if p.is_real), key=lambda p: float(p))
-
-
-def _divergence_note(result: sp.Expr, f: sp.Expr, x: sp.Symbol, a: sp.Expr,
-                     b: sp.Expr) -> str:
-    poles = _poles(f, x, a, b) if not (a.free_symbols or b.free_symbols) else []
-    where = ", ".join(f"{x} = {show_expr(p)}" for p in poles[:5])
-    if where:
-        return f"the function blows up at {where}"
-    if result in (sp.oo, -sp.oo):
-        return f"it grows without bound, to {show_expr(result)}"
-    return "the area is infinite"
-
-
-def _numeric_integral(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> _Outcome:
-    try:
-        function = compile_numeric(f, x, "mpmath")
-    except MathInputError as exc:
-        return _Outcome("unknown", note=f"no closed form was found, and {exc}")
-    poles = _poles(f, x, a, b)
-    lo, hi = (a, b) if bool(a <= b) else (b, a)
-    inner = [p for p in poles if bool(lo < p) and bool(p < hi)]
-
-    def estimate() -> tuple[object, object]:
-        with mpmath.workdps(20):
-            points = [mpmath.mpf(p.evalf(25)) if p.is_finite else _mp_inf(p)
-                      for p in [a, *inner, b]]
-            if not bool(a <= b):
-                points = [points[0], *reversed(points[1:-1]), points[-1]]
-            return mpmath.quad(function, points, error=True, maxdegree=8)
-
-    try:
-        estimate_and_error = attempt(estimate, 0.9)
-    except (ValueError, ZeroDivisionError, ArithmeticError, TypeError):
-        return _Outcome("unknown", note="the function is not finite and real on the whole interval")
-    if estimate_and_error is None:
-        return _Outcome("unknown", note="no closed form was found, and the numerical estimate "
-                                        "did not finish in time")
-    value, error = estimate_and_error
-    if not mpmath.isfinite(value) or abs(value) > 1e15:
-        return _Outcome("diverges", note=_divergence_note(sp.oo, f, x, a, b))
-    if error > 1e-6 * max(1, abs(value)):
-        return _Outcome("unknown", note="no closed form was found and the numerical estimate "
-                                        "does not settle; the integral probably diverges")
-    return _Outcome("numeric", value)
-
-
-def _mp_inf(value: sp.Expr) -> mpmath.mpf:
-    return mpmath.inf if value == sp.oo else -mpmath.inf
-
-
 def _integral_head(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> str:
     def simple(bound: sp.Expr) -> bool:
         return bound.is_Integer and abs(int(bound)) < 10**6
@@ -161,26 +80,46 @@ def _integral_head(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> str:
 
 
 def _integral_statement(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr,
-                        outcome: _Outcome) -> str:
+                        outcome: Outcome) -> str:
     head = _integral_head(f, x, a, b)
     if outcome.kind == "exact":
-        return f"{head} = {show(outcome.value)}"
+        return f"{head} {_equals(outcome)}"
     if outcome.kind == "numeric":
-        estimate = format_decimal(outcome.value)
-        return f"{head} ≈ {estimate} (numerical estimate; no closed form found)"
+        return f"{head} {_equals(outcome)} (numerical estimate; no closed form found)"
     if outcome.kind == "diverges":
         return f"{head} diverges ({outcome.note})"
     return f"{head} could not be computed: {outcome.note}"
 
 
-def _area_label(outcome: _Outcome) -> str:
-    if outcome.kind == "exact":
-        return f"Area = {show(outcome.value)}"
+def _equals(outcome: Outcome) -> str:
+    """"= 9", "= 1/3 ≈ 0.333333333", or "≈ 1.998002e6003" for a value too long to show."""
     if outcome.kind == "numeric":
-        return f"Area ≈ {format_decimal(outcome.value)}"
-    if outcome.kind == "diverges":
-        return "Area: infinite (the integral diverges)"
-    return "Area: could not be computed"
+        return f"≈ {format_decimal(outcome.value)}"
+    shown = show(outcome.value)
+    return shown if shown.startswith("≈") else f"= {shown}"
+
+
+def _area_label(signed: Outcome, area: Outcome | None) -> list[str]:
+    """The plot's label, one line each: the area, or the signed integral and the geometric
+    area when they differ (part of the curve lies below the axis, or the bounds run backwards);
+    `area` is `signed` itself for a value that is not real."""
+    if signed.kind == "diverges":
+        return ["Area: infinite (the integral diverges)"]
+    if signed.kind == "unknown":
+        return ["Area: could not be computed"]
+    if area is None:
+        return [f"Signed integral {_equals(signed)}", "area below the axis counted as negative"]
+    if area is signed or _same(signed, area):
+        return [f"Area {_equals(signed)}"]
+    return [f"Signed integral {_equals(signed)}", f"geometric area {_equals(area)}"]
+
+
+def _same(signed: Outcome, area: Outcome) -> bool:
+    if signed.kind == area.kind == "exact" and signed.value == area.value:
+        return True
+    one, other = (v if isinstance(v, mpmath.mpf) else mpmath.mpf(sp.N(v, 20))
+                  for v in (signed.value, area.value))
+    return abs(one - other) <= 1e-9 * max(1, abs(one), abs(other))
 
 
 @operation
@@ -221,15 +160,25 @@ def plot_area(expression: str, lower: object, upper: object, variable: str = "x"
     lo, hi = _plot_bound(a), _plot_bound(b)
     if lo == hi:
         raise MathInputError("the bounds are equal, so there is no area to plot")
-    outcome = _definite(f, x, a, b)
+    outcome = definite(f, x, a, b)
     statement = _integral_statement(f, x, a, b, outcome)
+    real = outcome.kind == "numeric" or (outcome.kind == "exact" and outcome.value.is_real)
+    label = _area_label(outcome, geometric_area(f, x, a, b, outcome, function) if real else
+                        outcome)
     figure = AreaPlot(
         lower=lo, upper=hi, lower_label=show_expr(a), upper_label=show_expr(b),
         title=textwrap.shorten(pretty(statement), 90, placeholder=" …"),
-        area_label=_area_label(outcome), curve_label=f"f({x}) = {pretty(show_expr(f))}"[:60],
+        area_label="\n".join(line[:1].upper() + line[1:] for line in label),
+        curve_label=f"f({x}) = {pretty(show_expr(f))}"[:60],
     )
-    render_area(function, figure, out_path)
-    return f"Saved the area plot as {Path(out_path).name}. {statement}", out_path
+    try:
+        render_area(function, figure, out_path)
+    except MathInputError as exc:
+        raise MathInputError(f"{exc}; without a plot: {statement}") from None
+    text = f"Saved the area plot as {Path(out_path).name}. {statement}"
+    if len(label) > 1:
+        text += f". The plot is labelled \"{'; '.join(label)}\""
+    return text, out_path
 
 
 def _plot_bound(bound: sp.Expr) -> float:

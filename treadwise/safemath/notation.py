@@ -103,6 +103,10 @@ def _split_names(tokens: list[str]) -> list[str]:
     """Read `xy` as x*y and `2ax` as 2*a*x: unknown names made only of variable letters."""
     out: list[str] = []
     for token in tokens:
+        if token.casefold() == "nan":
+            # Not a*n^2: "nan" is what a program prints for a missing number.
+            raise MathInputError("`nan` (not a number) has no value to compute with; "
+                                 "give a real number")
         if _is_name(token) and token not in _KNOWN and set(token) <= _SPLITTABLE:
             out.extend(token)
         else:

@@ -43,6 +43,11 @@ def render_area(function: Numeric, plot: AreaPlot, target: str | IO[bytes]) -> N
             f"the function has no real values between {plot.lower_label} and {plot.upper_label}, "
             "so there is nothing to plot"
         )
+    if np.isinf(ys[inside]).mean() > 0.5:
+        raise MathInputError(
+            f"the curve is too large to draw between {plot.lower_label} and {plot.upper_label} "
+            "(beyond 1e308 over most of the range); try bounds closer together"
+        )
     bottom, top = _view(ys[finite])
     span = top - bottom
     # Points far outside the view are poles: leaving them out breaks the line instead of

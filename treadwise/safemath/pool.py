@@ -16,8 +16,8 @@ from dataclasses import asdict
 from multiprocessing.connection import Connection
 from typing import Any
 
+from treadwise.safemath.admission import DEFAULT_QUEUE_S, Admission
 from treadwise.safemath.errors import (
-    MathBusyError,
     MathError,
     MathInputError,
     MathTimeoutError,
@@ -153,12 +153,15 @@ class MathEngine:
     (MathInputError, MathTimeoutError, MathBusyError or MathWorkerError) whose message is fit
     to show. Workers are forked from a warm template process
     that has sympy, numpy and matplotlib loaded, so a new one is ready in milliseconds.
-    Thread-safe.
+    Jobs are admitted fairly (`admission.Admission`): at most `per_session` at once per
+    session, `quick_reserve` workers kept for quick operations, and a job waits up to
+    `queue_s` for its turn before it is refused as busy. Thread-safe.
     """
 
     def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S, min_workers: int = 2,
                  max_workers: int = 8, limits: Limits | None = None,
-                 max_jobs_per_worker: int = 500):
+                 max_jobs_per_worker: int = 500, per_session: int = 2, quick_reserve: int = 2,
+                 queue_s: float = DEFAULT_QUEUE_S):
         if not timeout_s > 0 or not 0 <= min_workers <= max_workers or max_workers < 1:
             raise ValueError("need timeout_s > 0 and 0 <= min_workers <= max_workers >= 1")
         self.timeout_s = timeout_s
@@ -166,6 +169,8 @@ class MathEngine:
         self.max_workers = max_workers
         self.limits = limits or Limits()
         self.max_jobs_per_worker = max_jobs_per_worker
+        self.admission = Admission(max_workers, per_session=per_session,
+                                   quick_reserve=quick_reserve, queue_s=queue_s)
         self._cond = threading.Condition()
         self._template_lock = threading.Lock()
         self._template: _Template | None = None
@@ -187,16 +192,26 @@ class MathEngine:
         self._top_up()
         return self
 
-    def run(self, op: str, /, *, timeout_s: float | None = None, **kwargs: Any) -> Any:
+    def run(self, op: str, /, *, session: str | None = None, timeout_s: float | None = None,
+            **kwargs: Any) -> Any:
         """Run engine operation `op` in a worker and return its result.
 
-        Raises MathInputError with a clear message for bad input, MathTimeoutError when the job
-        takes longer than the timeout, MathWorkerError when its worker dies twice in a row.
+        `session` (a conversation's thread id) is what fair shares are counted by; without one
+        the job counts as a session of its own. Raises MathInputError with a clear message for
+        bad input, MathTimeoutError when the job takes longer than the timeout, MathBusyError
+        when it waited too long for its turn, MathWorkerError when its worker dies twice in a row.
         """
         self._ensure_template()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        ticket = self.admission.enter(op, session)
+        try:
+            return self._run(op, kwargs, timeout)
+        finally:
+            self.admission.leave(ticket)
+
+    def _run(self, op: str, kwargs: dict[str, Any], timeout: float) -> Any:
         for attempt in range(2):
-            worker = self._acquire(timeout)
+            worker = self._acquire()
             try:
                 status, payload, retire = worker.call((op, kwargs, timeout), timeout)
             except _WorkerSilent:
@@ -236,6 +251,7 @@ class MathEngine:
             if self.closed:
                 return
             self.closed = True
+            self.admission.close()
             idle, busy = list(self._idle), self._workers - set(self._idle)
             self._idle.clear()
             self._cond.notify_all()
@@ -280,8 +296,10 @@ class MathEngine:
         if short:
             threading.Thread(target=self._top_up, name="treadwise-math-top-up", daemon=True).start()
 
-    def _acquire(self, wait_s: float) -> _Worker:
-        deadline = time.monotonic() + wait_s
+    def _acquire(self) -> _Worker:
+        """A worker for an admitted job: admission keeps jobs <= max_workers, so one is idle,
+        can be started, or is being started by a top-up and is moments away."""
+        deadline = time.monotonic() + FORK_TIMEOUT_S
         self._prune()
         with self._cond:
             while True:
@@ -293,9 +311,7 @@ class MathEngine:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise MathBusyError(
-                        f"all {self.max_workers} math workers are busy; try again in a moment"
-                    )
+                    raise MathWorkerError("no math worker became free; try again in a moment")
                 self._cond.wait(remaining)
         return self._spawn()
 

@@ -57,12 +57,24 @@ def too_large(log_digits: float) -> MathInputError:
 
 
 def check_size(value: sympy.Expr) -> sympy.Expr:
-    """Refuse exact numbers with more than MAX_DIGITS digits; pass everything else through."""
+    """Refuse exact numbers with more than MAX_DIGITS digits, and powers of expressions with
+    variables beyond MAX_SYMBOLIC_EXPONENT; pass everything else through."""
     if value.is_Rational:
         size = log10_abs(value)
         if size is not None and math.isfinite(size) and abs(size) > MAX_DIGITS:
             raise too_large(abs(size))
+    elif value.is_Pow and not value.base.is_number:
+        # sympy folds ((x+1)^1000)^1000 and x^600*x^600 into one power: check what it made.
+        _check_symbolic_exponent(value.exp)
     return value
+
+
+def _check_symbolic_exponent(exponent: sympy.Expr) -> None:
+    size = log10_abs(exponent) if exponent.is_number else None
+    if size is not None and size > math.log10(MAX_SYMBOLIC_EXPONENT):
+        raise MathInputError(
+            f"exponents on expressions with variables are limited to {MAX_SYMBOLIC_EXPONENT}"
+        )
 
 
 def checked_power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
@@ -70,12 +82,7 @@ def checked_power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
     if exponent.is_number:
         coefficient = base if base.is_number else base.as_coeff_Mul()[0]
         if not base.is_number:
-            size = log10_abs(exponent)
-            if size is not None and size > math.log10(MAX_SYMBOLIC_EXPONENT):
-                raise MathInputError(
-                    "exponents on expressions with variables are limited to "
-                    f"{MAX_SYMBOLIC_EXPONENT}"
-                )
+            _check_symbolic_exponent(exponent)
         exponent_size = log10_abs(exponent)
         base_size = log10_abs(coefficient)
         if exponent_size is not None and base_size not in (None, -math.inf, 0.0):

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from treadwise.profile import (
     City,
     Coverage,
-    TireCatalogue,
     TireModel,
     load_business_profile,
     load_coverage,
@@ -17,9 +14,6 @@ from treadwise.profile import (
 )
 from treadwise.storage.leads import InvalidLead, StoreUnavailable
 from treadwise.tools import ToolContext
-
-# Words that ask what a city offers rather than naming one service.
-ANY_SERVICE = {"", "any", "all", "anything", "all services", "any service", "services"}
 
 
 def _quote(text: str, limit: int = 60) -> str:
@@ -38,50 +32,148 @@ def _listing(tires: tuple[TireModel, ...]) -> str:
     return "\n".join(lines)
 
 
+# Words that ask what a city offers rather than naming one service.
+ANY_SERVICE = {"", "any", "all", "anything", "all services", "any service", "services"}
+
+
 def _summary(message: str, limit: int = 80) -> str:
     text = " ".join(message.split()).rstrip(".!? ")
     return text[:limit].rstrip() + "..." if len(text) > limit else text
 
 
+BUSINESS_TOOLS = ("get_business_info", "get_tire_recommendation", "check_service_availability",
+                  "record_customer_interest", "record_feedback")
+
+
+def business_tools(context: ToolContext) -> list[BaseTool]:
+    """The five TreadWise business tools, bound to `context` (its store and data files).
+
+    `context.extra` may name other data files ("business_profile", "tire_catalogue",
+    "coverage"); by default the packaged YAML files are used.
+    """
+    desk = BusinessDesk(context)
+    return [StructuredTool.from_function(getattr(desk, name), parse_docstring=True)
+            for name in BUSINESS_TOOLS]
+
+
+class BusinessDesk:
+    """The business tools' bodies, answering from the profile files and the context's store."""
+
+    def __init__(self, context: ToolContext):
+        self.context = context
+        self.extra = context.extra
+
+    def get_business_info(self, topic: str) -> str:
+        """Look up facts about TreadWise Tire Co.: services, mobile installation, Smart Tread
+        tire monitoring, fleet services, tire recycling, areas served, opening hours, warranty,
+        tire pressure, rotation and tire care, punctures, pricing and contact details. Use it
+        for any question about the company.
+
+        Args:
+            topic: What the customer asks about, in their words, e.g. "opening hours",
+                "Smart Tread", "where do you operate", "how much does it cost".
+        """
+        profile = load_business_profile(self.extra.get("business_profile"))
+        if section := profile.find_section(topic):
+            return f"{profile.name} - {section.render()}"
+        overview = profile.sections.get("overview") or next(iter(profile.sections.values()))
+        return (
+            f"No specific section on {_quote(topic)}; here is the overview.\n"
+            f"{profile.name} - {overview.render()}\n"
+            f"Topics you can ask about: {', '.join(profile.topics())}."
+        )
+
+    def get_tire_recommendation(self, vehicle_type: str, usage: str) -> str:
+        """Recommend 1-3 TreadWise tire lines, with size ranges and reasons, for a vehicle
+        type and how it is driven.
+
+        Args:
+            vehicle_type: The vehicle, e.g. sedan, SUV, truck/pickup, van,
+                commercial/fleet, EV (Tesla, electric car).
+            usage: How it is driven, e.g. city, highway, mixed/everyday, off-road,
+                winter/snow, performance/sport, towing.
+        """
+        catalogue = load_tire_catalogue(self.extra.get("tire_catalogue"))
+        supported = (
+            f"Supported vehicle types: {', '.join(catalogue.vehicles.names)}. "
+            f"Usages: {', '.join(catalogue.usages.names)}."
+        )
+        vehicle = catalogue.vehicles.find(vehicle_type)
+        if vehicle is None:
+            return f"I don't recognise the vehicle type {_quote(vehicle_type)}. {supported}"
+        wanted = catalogue.usages.find(usage)
+        if wanted is None:
+            reply = f"I don't recognise the usage {_quote(usage)}. {supported}"
+            if fallback := catalogue.closest(vehicle, "mixed"):
+                other, tires = fallback
+                reply += f"\nAll-round picks for {_a(vehicle)} ({other} use):\n{_listing(tires)}"
+            return reply
+        if tires := catalogue.recommend(vehicle, wanted):
+            return f"Recommended tires for {_a(vehicle)} ({wanted} use):\n{_listing(tires)}"
+        note = catalogue.not_offered.get((vehicle, wanted), "")
+        reply = f"We don't sell a tire line for {_a(vehicle)} used for {wanted}. {note}".rstrip()
+        if alternative := catalogue.closest(vehicle, wanted):
+            other, tires = alternative
+            reply += f"\nClosest alternative - {_a(vehicle)} ({other} use):\n{_listing(tires)}"
+        return f"{reply}\n{supported}"
+
+    def check_service_availability(self, location: str, service_type: str) -> str:
+        """Check whether a TreadWise service is offered in a city and how soon the next slot
+        is; if not, name the nearest city that offers it.
+
+        Args:
+            location: The city or area, e.g. "Austin", "Fort Worth", "OKC".
+            service_type: The service, e.g. mobile installation (tire change), rotation,
+                repair (puncture, flat), balancing, Smart Tread setup (sensors), recycling;
+                "any" lists everything offered there.
+        """
+        return availability(load_coverage(self.extra.get("coverage")), location, service_type)
+
+    def record_customer_interest(self, email: str, name: str, message: str,
+                                 replaces: str = "") -> str:
+        """Save a customer's contact details and what they are interested in, so the sales
+        team can follow up. Only call it with an e-mail address the customer gave as their own
+        and only when they asked to be contacted.
+
+        Args:
+            email: The customer's e-mail address (one plain address, e.g. ana@example.com).
+            name: The customer's name; an empty string if they did not give one.
+            message: What they want, e.g. "fleet pricing for 12 vans in Dallas".
+            replaces: When the customer corrects an address they gave earlier for the same
+                request, that earlier address; otherwise leave it empty.
+        """
+        store = self.context.store
+        try:
+            result = (store.replace_lead(replaces, email, name, message) if replaces.strip()
+                      else store.add_lead(email, name, message))
+        except InvalidLead as exc:
+            raise ToolException(f"Not saved: {exc}.") from exc
+        except StoreUnavailable as exc:
+            raise ToolException(f"I couldn't save that right now: {exc}.") from exc
+        if replaces.strip() and result.stored:
+            return (f"Updated: we'll contact {email.strip()} instead of {replaces.strip()} "
+                    f"about {_summary(message)}.")
+        status = "Already on file" if result.duplicate else "Saved"
+        return f"{status}: we'll contact {email.strip()} about {_summary(message)}."
+
+    def record_feedback(self, question: str) -> str:
+        """Record a question you could not answer with the other tools, so TreadWise staff
+        can follow up on it.
+
+        Args:
+            question: The customer's question, in their words.
+        """
+        try:
+            ref = self.context.store.add_feedback(question)
+        except InvalidLead as exc:
+            raise ToolException(f"Not saved: {exc}.") from exc
+        except StoreUnavailable as exc:
+            raise ToolException(f"I couldn't save that right now: {exc}.") from exc
+        return f"Noted (ref #{ref}): the TreadWise team will look into this question and follow up."
+
+
 def _slot(lead_time: str) -> str:
     return f"next slot in {lead_time}" if lead_time[:1].isdigit() else f"next slot {lead_time}"
-
-
-def business_info(topic: str, profile_path: object = None) -> str:
-    profile = load_business_profile(profile_path)
-    if section := profile.find_section(topic):
-        return f"{profile.name} - {section.render()}"
-    overview = profile.sections.get("overview") or next(iter(profile.sections.values()))
-    return (
-        f"No specific section on {_quote(topic)}; here is the overview.\n"
-        f"{profile.name} - {overview.render()}\n"
-        f"Topics you can ask about: {', '.join(profile.topics())}."
-    )
-
-
-def recommend(catalogue: TireCatalogue, vehicle_type: str, usage: str) -> str:
-    supported = (
-        f"Supported vehicle types: {', '.join(catalogue.vehicles.names)}. "
-        f"Usages: {', '.join(catalogue.usages.names)}."
-    )
-    vehicle = catalogue.vehicles.find(vehicle_type)
-    if vehicle is None:
-        return f"I don't recognise the vehicle type {_quote(vehicle_type)}. {supported}"
-    wanted = catalogue.usages.find(usage)
-    if wanted is None:
-        reply = f"I don't recognise the usage {_quote(usage)}. {supported}"
-        if fallback := catalogue.closest(vehicle, "mixed"):
-            other, tires = fallback
-            reply += f"\nAll-round picks for {_a(vehicle)} ({other} use):\n{_listing(tires)}"
-        return reply
-    if tires := catalogue.recommend(vehicle, wanted):
-        return f"Recommended tires for {_a(vehicle)} ({wanted} use):\n{_listing(tires)}"
-    note = catalogue.not_offered.get((vehicle, wanted), "")
-    reply = f"We don't sell a tire line for {_a(vehicle)} used for {wanted}. {note}".rstrip()
-    if alternative := catalogue.closest(vehicle, wanted):
-        other, tires = alternative
-        reply += f"\nClosest alternative - {_a(vehicle)} ({other} use):\n{_listing(tires)}"
-    return f"{reply}\n{supported}"
 
 
 def availability(coverage: Coverage, location: str, service_type: str) -> str:
@@ -122,100 +214,3 @@ def _not_served(coverage: Coverage, location: str, service: str | None) -> str:
                            for city, miles in nearest)
     return (f"We don't serve {place.name} ({place.region}) yet. The nearest cities we serve"
             f"{what}: {closest}. TreadWise currently serves: {served}.")
-
-
-def _record_tools(context: ToolContext) -> list[Callable[..., str]]:
-    def record_customer_interest(email: str, name: str, message: str,
-                                 replaces: str = "") -> str:
-        """Save a customer's contact details and what they are interested in, so the sales
-        team can follow up. Only call it with an e-mail address the customer gave as their own
-        and only when they asked to be contacted.
-
-        Args:
-            email: The customer's e-mail address (one plain address, e.g. ana@example.com).
-            name: The customer's name; an empty string if they did not give one.
-            message: What they want, e.g. "fleet pricing for 12 vans in Dallas".
-            replaces: When the customer corrects an address they gave earlier for the same
-                request, that earlier address; otherwise leave it empty.
-        """
-        try:
-            if replaces.strip():
-                result = context.store.replace_lead(replaces, email, name, message)
-            else:
-                result = context.store.add_lead(email, name, message)
-        except InvalidLead as exc:
-            raise ToolException(f"Not saved: {exc}.") from exc
-        except StoreUnavailable as exc:
-            raise ToolException(f"I couldn't save that right now: {exc}.") from exc
-        if replaces.strip() and result.stored:
-            return (f"Updated: we'll contact {email.strip()} instead of {replaces.strip()} "
-                    f"about {_summary(message)}.")
-        status = "Already on file" if result.duplicate else "Saved"
-        return f"{status}: we'll contact {email.strip()} about {_summary(message)}."
-
-    def record_feedback(question: str) -> str:
-        """Record a question you could not answer with the other tools, so TreadWise staff
-        can follow up on it.
-
-        Args:
-            question: The customer's question, in their words.
-        """
-        try:
-            ref = context.store.add_feedback(question)
-        except InvalidLead as exc:
-            raise ToolException(f"Not saved: {exc}.") from exc
-        except StoreUnavailable as exc:
-            raise ToolException(f"I couldn't save that right now: {exc}.") from exc
-        return f"Noted (ref #{ref}): the TreadWise team will look into this question and follow up."
-
-    return [record_customer_interest, record_feedback]
-
-
-def _lookup_tools(extra: dict[str, object]) -> list[Callable[..., str]]:
-    def get_business_info(topic: str) -> str:
-        """Look up facts about TreadWise Tire Co.: services, mobile installation, Smart Tread
-        tire monitoring, fleet services, tire recycling, areas served, opening hours, warranty,
-        tire pressure, rotation and tire care, punctures, pricing and contact details. Use it
-        for any question about the company.
-
-        Args:
-            topic: What the customer asks about, in their words, e.g. "opening hours",
-                "Smart Tread", "where do you operate", "how much does it cost".
-        """
-        return business_info(topic, extra.get("business_profile"))
-
-    def get_tire_recommendation(vehicle_type: str, usage: str) -> str:
-        """Recommend 1-3 TreadWise tire lines, with size ranges and reasons, for a vehicle
-        type and how it is driven.
-
-        Args:
-            vehicle_type: The vehicle, e.g. sedan, SUV, truck/pickup, van,
-                commercial/fleet, EV (Tesla, electric car).
-            usage: How it is driven, e.g. city, highway, mixed/everyday, off-road,
-                winter/snow, performance/sport, towing.
-        """
-        return recommend(load_tire_catalogue(extra.get("tire_catalogue")), vehicle_type, usage)
-
-    def check_service_availability(location: str, service_type: str) -> str:
-        """Check whether a TreadWise service is offered in a city and how soon the next slot
-        is; if not, name the nearest city that offers it.
-
-        Args:
-            location: The city or area, e.g. "Austin", "Fort Worth", "OKC".
-            service_type: The service, e.g. mobile installation (tire change), rotation,
-                repair (puncture, flat), balancing, Smart Tread setup (sensors), recycling;
-                "any" lists everything offered there.
-        """
-        return availability(load_coverage(extra.get("coverage")), location, service_type)
-
-    return [get_business_info, get_tire_recommendation, check_service_availability]
-
-
-def business_tools(context: ToolContext) -> list[BaseTool]:
-    """The five TreadWise business tools, bound to `context` (its store and data files).
-
-    `context.extra` may name other data files ("business_profile", "tire_catalogue",
-    "coverage"); by default the packaged YAML files are used.
-    """
-    functions = [*_lookup_tools(context.extra), *_record_tools(context)]
-    return [StructuredTool.from_function(fn, parse_docstring=True) for fn in functions]

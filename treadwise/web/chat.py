@@ -9,8 +9,8 @@ from typing import Any
 import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
-from treadwise.errors import redact
-from treadwise.models import available_specs, display_name, model_label
+from treadwise.errors import ModelConfigError, redact
+from treadwise.models import available_specs, label, loading_message
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
@@ -35,8 +35,16 @@ Outputs = tuple[Any, Any, Any, Any, Any]
 
 
 def model_choices(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """(label, spec) for the picker: the offline model, then every provider whose key is set."""
-    return [(display_name(spec), spec) for spec in available_specs(env)]
+    """(label, spec) for the picker: the offline model, the local models installed here, then
+    every provider whose key is set."""
+    return [(label(spec), spec) for spec in available_specs(env)]
+
+
+def _loading_note(spec: str) -> str | None:
+    try:
+        return loading_message(spec)
+    except ModelConfigError:
+        return None
 
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
@@ -204,8 +212,10 @@ class ChatTab:
         spec = (custom or "").strip() or model or "offline"
         known = self.personas.get(persona)
         turn = Turn(user=message, persona=persona, persona_name=known.name if known else persona,
-                    spec=spec, model=model_label(spec), temperature=float(temperature or 0.0))
+                    spec=spec, model=label(spec), temperature=float(temperature or 0.0))
         session.turns.append(turn)
+        if note := _loading_note(spec):
+            gr.Info(note)
         yield self._view(session, message="" if clear_input else None)
         shown = time.monotonic()
         # treadwise.agent pulls in LangGraph: imported when a turn runs, not when the page builds.

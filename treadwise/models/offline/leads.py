@@ -115,8 +115,10 @@ def _answered(reading: Reading, state: DialogueState) -> Plan | None:
         return ask("no_contact", "lead_cancelled", lead_topic=None)
     options = state.options
     if state.pending == "which_email" and reading.choice is not None and options:
-        return record(options[min(reading.choice, len(options) - 1)], state.name or "",
-                      state.lead_topic or state_topic(state))
+        # The consent rule wants the address the customer means typed on its own.
+        chosen = options[min(reading.choice, len(options) - 1)]
+        return ask("lead", "type_address", "email", lead_topic=state.lead_topic,
+                   values={"email": chosen})
     if state.pending == "contact_consent" and reading.answer == "yes" and options:
         return record(options[0], reading.name or state.name or "",
                       state.lead_topic or state_topic(state))
