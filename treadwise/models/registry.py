@@ -126,11 +126,11 @@ def display_name(spec: str) -> str:
 
 def label(spec: str) -> str:
     """How a model is named to people (pickers, tables, charts): the name plus what kind of
-    model it is; a spec that cannot be read is shown as typed."""
+    model it is; a spec that cannot be read is shown as `display_name` shows it."""
     try:
         provider_name, model = parse_spec(spec)
     except ModelConfigError:
-        return spec
+        return display_name(spec)
     if provider_name == "local":
         from treadwise.models.local import label as local_label
 

@@ -142,8 +142,9 @@ class BusinessDesk:
             replaces: When the customer corrects an address they gave earlier for the same
                 request, that earlier address; otherwise leave it empty.
         """
-        store = self.context.store
         try:
+            # The store connects on first use, so reaching it can fail like a write.
+            store = self.context.store
             result = (store.replace_lead(replaces, email, name, message) if replaces.strip()
                       else store.add_lead(email, name, message))
         except InvalidLead as exc:

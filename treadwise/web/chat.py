@@ -10,7 +10,7 @@ import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import ModelConfigError, redact
-from treadwise.models import available_specs, label, loading_message
+from treadwise.models import available_specs, display_name, label, loading_message
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
@@ -212,7 +212,7 @@ class ChatTab:
         spec = (custom or "").strip() or model or "offline"
         known = self.personas.get(persona)
         turn = Turn(user=message, persona=persona, persona_name=known.name if known else persona,
-                    spec=spec, model=label(spec), temperature=float(temperature or 0.0))
+                    spec=spec, model=display_name(spec), temperature=float(temperature or 0.0))
         session.turns.append(turn)
         if note := _loading_note(spec):
             gr.Info(note)
