@@ -18,7 +18,6 @@ from experiments.stats import ALPHA, cluster_bootstrap, holm, kruskal, mcnemar_e
 CELL = ["persona", "model_spec", "temperature", "variation", "strategy"]
 FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
                   "variation": "variation", "strategy": "strategy"}
-OFFLINE_LABEL = "offline (rule-based)"
 NUMERIC = ("repeat", "temperature", "checks_passed", "checks_total", "latency_s", "model_calls",
            "iterations", "tool_errors", "artifacts", "input_tokens", "output_tokens", "cost_usd",
            "response_chars", "response_words", "http_attempts", "retry_wait_s", "ttft_s",
@@ -33,8 +32,10 @@ class ReportError(ValueError):
 
 
 def model_label(spec: str) -> str:
-    """How a model is named in tables and charts; the offline model says it is rule-based."""
-    return OFFLINE_LABEL if spec in ("offline", "") else spec
+    """How a model is named in tables and charts (the offline model says it is rule-based)."""
+    from treadwise.models.registry import label
+
+    return label(spec or "offline")
 
 
 def _status(df: Any) -> Any:

@@ -54,9 +54,9 @@ def test_a_second_process_sees_the_first_turn_of_its_thread(data_dir):
     second = chat_json("--thread", "T1", "Sure, it's ana@fleetco.com")
     lead = next(c for c in second["tool_calls"] if c["name"] == "record_customer_interest")
     assert "fleet services" in lead["args"]["message"]
+    # Another thread knows nothing of that request: an address alone is confirmed first.
     other = chat_json("--thread", "T2", "Sure, it's bo@fleetco.com")
-    lead = next(c for c in other["tool_calls"] if c["name"] == "record_customer_interest")
-    assert "fleet services" not in lead["args"]["message"]
+    assert other["tool_calls"] == [] and "bo@fleetco.com" in other["answer"]
 
 
 def test_with_no_key_the_default_model_is_offline_and_labelled():

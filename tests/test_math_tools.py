@@ -22,7 +22,8 @@ from treadwise.tools.math import math_tools
 
 TIMEOUT_S = 5.0
 NAMES = {"add", "subtract", "multiply", "divide", "power", "square", "square_root", "calculate",
-         "integrate", "differentiate", "solve_equation", "analyze_function", "plot_area"}
+         "integrate", "differentiate", "solve_equation", "analyze_function", "limit",
+         "plot_area"}
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +148,26 @@ def test_bad_arithmetic_gets_clear_errors(tools: dict[str, BaseTool]) -> None:
     with pytest.raises(ToolException, match="0 to a negative power"):
         tools["power"].invoke({"base": 0, "exponent": -1})
     assert tools["square_root"].invoke({"x": -4}).startswith("√(-4) = 2*I (imaginary")
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ({"expression": "sin(x)/x", "point": "0"}, "lim(x → 0) sin(x)/x = 1"),
+    ({"expression": "(1 + 1/x)^x", "point": "oo"}, "= E ≈ 2.71828183"),
+    ({"expression": "1/x", "point": "0", "direction": "right"}, "lim(x → 0⁺) 1/x = ∞"),
+    ({"expression": "abs(x)/x", "point": "0"},
+     "does not exist: from the left it tends to -1, from the right to 1"),
+    ({"expression": "sin(1/t)", "variable": "t", "point": "0"}, "no limit (it oscillates"),
+])
+def test_limits_are_exact_and_say_when_there_is_none(tools: dict[str, BaseTool], args: dict,
+                                                     expected: str) -> None:
+    assert expected in tools["limit"].invoke(args)
+
+
+def test_a_limit_point_must_be_a_number(tools: dict[str, BaseTool]) -> None:
+    with pytest.raises(ToolException, match="point must be a number"):
+        tools["limit"].invoke({"expression": "x", "point": "y"})
+    with pytest.raises(ToolException, match="direction must be"):
+        tools["limit"].invoke({"expression": "x", "point": "0", "direction": "up"})
 
 
 def test_integrals_that_diverge_say_so(tools: dict[str, BaseTool]) -> None:

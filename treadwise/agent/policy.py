@@ -78,6 +78,21 @@ def _addresses(text: str) -> list[str]:
     return list(dict.fromkeys(a.lower() for a in find_emails(text)))
 
 
+_YES = re.compile(r"^\W*(?:yes|yeah|yep|yup|sure|ok(?:ay)?|please do|go ahead|please)\b"
+                  r"[\w\s,.!']{0,30}$", re.IGNORECASE)
+_OFFERED = re.compile(r"\b(?:contact|reach|e-?mail|call|get in touch with)\s+you\b[^?]*\?",
+                      re.IGNORECASE)
+
+
+def _said_yes(messages: Sequence[AnyMessage]) -> bool:
+    """The customer's latest message is a yes to the assistant offering to contact them."""
+    said = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not stage_of(m)]
+    if not said or not _YES.match(messages[said[-1]].text):
+        return False
+    asked = [m.text for m in messages[:said[-1]] if isinstance(m, AIMessage) and m.text.strip()]
+    return bool(asked) and bool(_OFFERED.search(asked[-1]))
+
+
 def _before(text: str, email: str) -> str:
     """The sentence leading up to the address, where "my ex's e-mail is" would be."""
     at = text.lower().find(email)
@@ -110,7 +125,7 @@ def consent_refusal(email: str, messages: Sequence[AnyMessage]) -> str | None:
     if _SOMEONE_ELSE.search(_before(given, email)):
         return (f"Refused: {email} looks like someone else's address, not the customer's own. "
                 "Only record the customer's own address, given by them.")
-    if not any(_ASKS_FOR_CONTACT.search(text) for text in own):
+    if not any(_ASKS_FOR_CONTACT.search(text) for text in own) and not _said_yes(messages):
         return ("Refused: the customer has not asked to be contacted. Ask whether they want "
                 "TreadWise to get in touch before recording their address.")
     return None

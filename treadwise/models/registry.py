@@ -125,8 +125,12 @@ def display_name(spec: str) -> str:
 
 
 def label(spec: str) -> str:
-    """How pickers show a model: the name plus what kind of model it is."""
-    provider_name, model = parse_spec(spec)
+    """How a model is named to people (pickers, tables, charts): the name plus what kind of
+    model it is; a spec that cannot be read is shown as `display_name` shows it."""
+    try:
+        provider_name, model = parse_spec(spec)
+    except ModelConfigError:
+        return display_name(spec)
     if provider_name == "local":
         from treadwise.models.local import label as local_label
 

@@ -13,7 +13,7 @@ from treadwise.safemath.display import format_decimal, show, show_expr
 from treadwise.safemath.errors import MathInputError
 from treadwise.safemath.jobs import operation, quietly
 from treadwise.safemath.notation import clean
-from treadwise.safemath.numbers import echo, sign, to_float
+from treadwise.safemath.numbers import as_text, echo, sign, to_float
 from treadwise.safemath.numeric import compile_numeric
 from treadwise.safemath.parser import parse, parse_equation, parse_variable
 
@@ -260,3 +260,46 @@ def _limit_text(limit: sp.Expr | None) -> str:
     if limit.has(sp.nan, sp.zoo):
         return "no limit"
     return show(limit)
+
+
+
+SIDES = {"both": "+-", "left": "-", "right": "+", "+-": "+-", "-": "-", "+": "+",
+         "below": "-", "above": "+"}
+
+
+@operation
+def limit(expression: str, variable: str = "x", point: str | float = "0",
+          direction: str = "both") -> str:
+    x = parse_variable(variable)
+    f = parse(expression)
+    at, side = _approach(point, direction)
+    mark = {"-": "⁻", "+": "⁺"}.get(side, "") if at.is_finite else ""
+    shown = f"lim({x} → {show_expr(at)}{mark}) {echo(expression)}"
+    if side != "+-":
+        return _equals(shown, quietly(lambda: sp.limit(f, x, at, side), 0.9))
+    left = quietly(lambda: sp.limit(f, x, at, "-"), 0.45)
+    right = quietly(lambda: sp.limit(f, x, at, "+"), 0.45)
+    if left is None or right is None or left == right:
+        # One side that could not be computed leaves the two-sided limit unknown.
+        return _equals(shown, left if left == right else None)
+    return (f"{shown} does not exist: from the left it tends to {_limit_text(left)}, "
+            f"from the right to {_limit_text(right)}")
+
+
+def _approach(point: object, direction: str) -> tuple[sp.Expr, str]:
+    """The point (a number or ±oo) and sympy's side: "+-" both, "-" left, "+" right."""
+    at = parse(as_text(point, "the point") or "0")
+    if at.has(sp.zoo, sp.nan) or not (at.is_number or at in (sp.oo, -sp.oo)):
+        raise MathInputError("the point must be a number, pi, oo or -oo")
+    side = SIDES.get(str(direction).strip().lower())
+    if side is None:
+        raise MathInputError("direction must be both, left or right")
+    if at in (sp.oo, -sp.oo):
+        # Infinity is only approached from one side.
+        side = "-" if at == sp.oo else "+"
+    return at, side
+
+
+def _equals(shown: str, value: sp.Expr | None) -> str:
+    text = _limit_text(value)
+    return f"{shown}: {text}" if text.startswith(("no limit", "could not")) else f"{shown} = {text}"

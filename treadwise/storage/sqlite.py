@@ -115,6 +115,28 @@ class Store:
             ).fetchone()
         return LeadResult(stored=False, duplicate=True, id=existing)
 
+    def replace_lead(self, old_email: str, email: str, name: str, message: str) -> LeadResult:
+        """Correct the address of a stored request: the lead (old_email, message) moves to
+        `email` instead of a second lead being added; without that lead it is added anew."""
+        lead = validate_lead(email, name, message)
+        email_key, message_key = lead.keys
+        find = "SELECT id FROM leads WHERE email_key = ? AND message_key = ?"
+        with self._connect(write=True) as db:
+            old = db.execute(find, (old_email.strip().casefold(), message_key)).fetchone()
+            taken = db.execute(find, (email_key, message_key)).fetchone()
+            if old is not None and taken is not None and old[0] == taken[0]:
+                return LeadResult(stored=False, duplicate=True, id=old[0])  # no change
+            if old is not None and taken is None:
+                db.execute("UPDATE leads SET email = ?, email_key = ?, name = ? WHERE id = ?",
+                           (lead.email, email_key, lead.name, old[0]))
+                return LeadResult(stored=True, duplicate=False, id=old[0])
+            if old is not None:
+                # The corrected address already holds this request: keep one, drop the old.
+                db.execute("DELETE FROM leads WHERE id = ?", (old[0],))
+        if taken is not None:
+            return LeadResult(stored=old is not None, duplicate=old is None, id=taken[0])
+        return self.add_lead(lead.email, lead.name, lead.message)
+
     def add_feedback(self, question: str) -> int:
         """Store an unanswered question for staff to follow up; returns its id."""
         question = validate_question(question)

@@ -12,11 +12,12 @@ from treadwise.safemath import MathEngine, MathError, get_engine
 from treadwise.tools import ToolContext
 
 PLAIN_TOOLS = ("add", "subtract", "multiply", "divide", "power", "square", "square_root",
-               "calculate", "integrate", "differentiate", "solve_equation", "analyze_function")
+               "calculate", "integrate", "differentiate", "solve_equation", "analyze_function",
+               "limit")
 
 
 def math_tools(context: ToolContext) -> list[BaseTool]:
-    """The thirteen math tools; `context.extra["math_engine"]` may supply the MathEngine."""
+    """The fourteen math tools; `context.extra["math_engine"]` may supply the MathEngine."""
     box = MathToolbox(context, context.extra.get("math_engine") or get_engine())
     tools: list[BaseTool] = [StructuredTool.from_function(getattr(box, name), parse_docstring=True)
                              for name in PLAIN_TOOLS]
@@ -173,6 +174,21 @@ class MathToolbox:
             variable: The function's variable.
         """
         return self._run(config, "analyze_function", expression=expression, variable=variable)
+
+    def limit(self, expression: str, variable: str = "x", point: str | float = "0",
+              direction: str = "both", *, config: RunnableConfig) -> str:
+        """The limit of a function as the variable approaches a point or infinity; says when
+        the limit does not exist (different from each side, or oscillating).
+        Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
+
+        Args:
+            expression: The function, e.g. "sin(x)/x", "(1 + 1/x)^x".
+            variable: The variable that approaches the point.
+            point: Where it goes, e.g. "0", "pi/2", "oo" (infinity) or "-oo".
+            direction: "both" (the two-sided limit), "left" (from below) or "right".
+        """
+        return self._run(config, "limit", expression=expression, variable=variable, point=point,
+                         direction=direction)
 
     def plot_area(self, expression: str, lower: str | float, upper: str | float,
                   variable: str = "x", *, config: RunnableConfig) -> tuple[str, str]:

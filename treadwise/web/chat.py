@@ -40,13 +40,6 @@ def model_choices(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]
     return [(label(spec), spec) for spec in available_specs(env)]
 
 
-def model_label(spec: str) -> str:
-    try:
-        return display_name(spec)
-    except ModelConfigError:
-        return spec
-
-
 def _loading_note(spec: str) -> str | None:
     try:
         return loading_message(spec)
@@ -219,7 +212,7 @@ class ChatTab:
         spec = (custom or "").strip() or model or "offline"
         known = self.personas.get(persona)
         turn = Turn(user=message, persona=persona, persona_name=known.name if known else persona,
-                    spec=spec, model=model_label(spec), temperature=float(temperature or 0.0))
+                    spec=spec, model=display_name(spec), temperature=float(temperature or 0.0))
         session.turns.append(turn)
         if note := _loading_note(spec):
             gr.Info(note)

@@ -10,15 +10,16 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from treadwise.conversation import current_turn, stage_of, turn_start
-from treadwise.models.offline.intents import PREVIOUS, Call, Plan, plan_turn
+from treadwise.conversation import current_turn, stage_of
+from treadwise.models.offline.dialogue import exact_result
+from treadwise.models.offline.plan import PREVIOUS, Call, Plan
 
 if TYPE_CHECKING:
     from treadwise.models.offline.model import OfflineModel
 
-CALCULUS = {"integral", "derivative", "equation", "analysis", "plot"}
+CALCULUS = {"integral", "derivative", "equation", "analysis", "plot", "limit"}
 BUSINESS = {"business", "tires", "service", "lead", "privacy", "secret"}
 # Exact arithmetic the rule-based model can do "in its head" for step-by-step attempts.
 MENTAL: dict[str, tuple[str, Callable[..., Fraction]]] = {
@@ -51,21 +52,16 @@ class Reading:
         return [m for m in current_turn(self.messages) if isinstance(m, ToolMessage)]
 
     def voice(self) -> Any:
-        from treadwise.models.offline.model import Voice, _persona_from
-
-        return Voice(_persona_from(self.messages), self.model._rng(self.human, 0),
-                     self.model.temperature)
+        return self.model.voice(self.human, 0)
 
 
 def read(model: OfflineModel, messages: list[BaseMessage]) -> Reading:
-    from treadwise.models.offline.model import _lookups
+    from treadwise.models.offline.model import read_turn
 
     material = "\n\n".join(m.text for m in messages if stage_of(m))
     own = [m for m in messages if not stage_of(m)]
-    start = turn_start(own)
-    human = own[start].text if start >= 0 else ""
-    earlier = [m.text for m in own[:max(start, 0)] if isinstance(m, HumanMessage)]
-    return Reading(model, own, material, plan_turn(human, earlier, _lookups()), human)
+    human, _, plan = read_turn(own)
+    return Reading(model, own, material, plan, human)
 
 
 def respond(model: OfflineModel, stage: str, messages: list[BaseMessage], tools: list[dict],
@@ -103,9 +99,7 @@ def _plan(reading: Reading, tools: list[dict], tool_choice: str | None) -> str:
 
 
 def _value(text: str) -> str | None:
-    from treadwise.models.offline.model import result_value
-
-    return result_value(text)
+    return exact_result("", text)
 
 
 def _validate(reading: Reading, tools: list[dict], tool_choice: str | None) -> str:
