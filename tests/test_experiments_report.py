@@ -189,7 +189,7 @@ def test_report_writes_tables_charts_with_captions_and_markdown(tmp_path, priced
         # Every chart is followed by its one-line caption in italics.
         assert re.search(rf"\]\(charts/{re.escape(chart.name)}\)\n\n\*[A-Z][^\n]+\*\n", text)
     assert "could not be drawn" not in text
-    assert "offline (rule-based)" in text and "cluster-bootstrap" in text
+    assert "offline (rule-based, not an LLM)" in text and "cluster-bootstrap" in text
     assert "Best configuration:** friendly" in text
     assert "**temperature**: 100.0 points" in text
     assert "hedging words (p = " in text  # the cautious persona hedges, the others do not

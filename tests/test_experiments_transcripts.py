@@ -45,8 +45,10 @@ def test_every_case_writes_its_whole_conversation_on_one_line(run):
     assert first["user"].startswith("I'm interested") and "e-mail" in first["answer"]
     assert second["user"] == "Sure, it's ana@fleetco.com"
     call, result, answer = second["messages"]
-    assert call["calls"] == [{"name": "record_customer_interest", "args": {
-        "email": "ana@fleetco.com", "name": "", "message": first["user"]}}]
+    (recorded,) = call["calls"]
+    assert recorded["name"] == "record_customer_interest"
+    assert recorded["args"]["email"] == "ana@fleetco.com"
+    assert "fleet" in recorded["args"]["message"]
     assert result["tool"] == "record_customer_interest" and "ana@fleetco.com" in result[
         "result"] and result["s"] >= 0
     assert answer["ai"] == second["answer"] and answer["usage"][0] > 0
