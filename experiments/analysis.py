@@ -12,7 +12,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from experiments.results import RESULTS_FILE, complete_text
+from experiments.results import COLUMNS, RESULTS_FILE, cell_text, complete_text
 from experiments.stats import ALPHA, cluster_bootstrap, holm, kruskal, mcnemar_exact, percentile
 
 CELL = ["persona", "model_spec", "temperature", "variation", "strategy"]
@@ -60,6 +60,23 @@ def load_results(run_dir: Path) -> Any:
     df = pd.read_csv(io.StringIO(complete_text(path)), dtype=str, keep_default_na=False)
     if df.empty:
         raise ReportError(f"{run_dir}: {RESULTS_FILE} has no finished cases yet")
+    return _typed(df)
+
+
+def rows_frame(rows: list[dict[str, Any]], run: str) -> Any:
+    """Rows as the runner made them (a shared run's, from the database) typed exactly as
+    load_results types the same rows read back from results.csv."""
+    import pandas as pd
+
+    if not rows:
+        raise ReportError(f"{run}: no finished cases yet")
+    return _typed(pd.DataFrame([{c: cell_text(row.get(c)) for c in COLUMNS} for row in rows],
+                               dtype=str))
+
+
+def _typed(df: Any) -> Any:
+    import pandas as pd
+
     for column in NUMERIC:
         df[column] = pd.to_numeric(df[column], errors="coerce") if column in df else math.nan
     for column in FLAGS:

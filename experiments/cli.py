@@ -1,4 +1,5 @@
-"""Command line: run (or resume) a sweep, report on it, list runs, show a case, compare runs."""
+"""Command line: run (or resume, or join) a sweep, report on it, list runs, show a case,
+compare runs, export a shared run."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -45,10 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cache", nargs="?", const=True, default=False, type=Path,
                      metavar="FILE", help="answer identical model requests from a response "
                      "cache (default file: OUT/.cache/responses.sqlite)")
+    run.add_argument("--workers-join", default=None, metavar="RUN",
+                     help="work on the shared run RUN in TREADWISE_DATABASE_URL's PostgreSQL "
+                     "with any number of other workers, on any machines (created from --grid "
+                     "by the first; later ones may omit --grid)")
 
-    report = commands.add_parser("report", help="(re)write the report of a run from its CSV")
-    report.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    report = commands.add_parser("report", help="(re)write the report of a run from its CSV, "
+                                 "or of a shared run from the database")
+    report.add_argument("run_dir", type=Path, metavar="RUN",
+                        help="a run folder, or the name of a shared run")
     report.add_argument("--no-charts", action="store_true", help="tables and text only")
+    report.add_argument("--out", type=Path, default=Path("results"),
+                        help="for a shared run named alone: the folder that receives RUN/ "
+                        "(default: results)")
+
+    export = commands.add_parser("export", help="write a shared run from the database as a "
+                                 "run folder (results.csv, transcripts.jsonl, meta.json)")
+    export.add_argument("run", metavar="RUN")
+    export.add_argument("--out", type=Path, default=Path("results"),
+                        help="the folder that receives RUN/ (default: results)")
 
     listing = commands.add_parser("list", help="list runs, newest first")
     listing.add_argument("--out", type=Path, default=Path("results"))
@@ -74,25 +91,91 @@ def _run(args: argparse.Namespace) -> int:
     if args.resume is not None and args.grid is not None:
         print("note: --resume uses the grid saved in the run folder; --grid is ignored",
               file=sys.stderr)
+    if args.resume is not None and args.workers_join is not None:
+        raise ValueError("--resume finishes a run folder and --workers-join a shared run: "
+                         "give one of them")
     run_dir = run_sweep(args.grid, out_dir=args.out, resume=args.resume, strict=args.strict,
                         limit=args.limit, report=not args.no_report,
-                        retry_errors=args.retry_errors, cache=args.cache)
+                        retry_errors=args.retry_errors, cache=args.cache,
+                        join=args.workers_join)
     print(run_dir)
     return EXIT_OK
+
+
+def _shared(run: Path) -> Any:
+    """The database pool when `run` names a shared run rather than a run folder here (a folder
+    holding results.csv always wins), else None."""
+    from experiments.results import RESULTS_FILE
+    from treadwise.settings import Settings
+
+    if (run / RESULTS_FILE).exists() or not Settings.from_env().database_url:
+        return None
+    from experiments.shared import connect, database_errors, database_url, run_meta
+
+    with database_errors():
+        pool = connect(database_url())
+        return pool if run_meta(pool, run.name) is not None else None
+
+
+def _folder(run: Path, out: Path) -> Path:
+    """Where a shared run named alone goes (under `out`); a path is used as it is."""
+    return run if run.parent != Path() else out / run
 
 
 def _report(args: argparse.Namespace) -> int:
     from experiments.report import write_report
 
+    if (pool := _shared(args.run_dir)) is not None:
+        from experiments.shared import database_errors, report_run
+
+        with database_errors():
+            print(report_run(pool, args.run_dir.name, _folder(args.run_dir, args.out),
+                             charts=not args.no_charts))
+        return EXIT_OK
     print(write_report(args.run_dir, charts=not args.no_charts))
     return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    from experiments.shared import check_name, connect, database_errors, database_url, export_run
+
+    with database_errors():
+        print(export_run(connect(database_url()), check_name(args.run), args.out))
+    return EXIT_OK
+
+
+def _exported(run: Path) -> Path:
+    """A run folder to read: the folder itself, or a shared run exported first."""
+    if (pool := _shared(run)) is None:
+        return run
+    from experiments.shared import database_errors, export_run
+
+    with database_errors():
+        return export_run(pool, run.name, _folder(run, Path("results")).parent)
+
+
+def _shared_runs() -> list[Any]:
+    from treadwise.settings import Settings
+
+    if not Settings.from_env().database_url:
+        return []
+    from experiments.shared import connect, database_errors, database_url, list_shared
+
+    try:
+        with database_errors():
+            return list_shared(connect(database_url()))
+    except ValueError as exc:  # the folders are still worth listing
+        print(f"note: shared runs not listed: {exc}", file=sys.stderr)
+        return []
 
 
 def _list(args: argparse.Namespace) -> int:
     from experiments.runs import list_runs
 
-    for run in list_runs(args.out):
-        report = "report" if run.has_report else "no report"
+    runs = sorted([*list_runs(args.out), *_shared_runs()],
+                  key=lambda r: (r.created, r.id), reverse=True)
+    for run in runs:
+        report = "database" if run.shared else "report" if run.has_report else "no report"
         print(f"{run.id:<40} {run.created:%Y-%m-%d %H:%M} {run.rows:>6} rows  {report:<9} "
               f"{run.status}")
     return EXIT_OK
@@ -103,7 +186,14 @@ def _show(args: argparse.Namespace) -> int:
 
     from experiments.transcripts import find_transcript, render
 
-    transcript = find_transcript(args.run_dir, args.case)
+    if (pool := _shared(args.run_dir)) is not None:
+        from experiments.shared import database_errors
+        from experiments.shared import find_transcript as find_shared
+
+        with database_errors():
+            transcript = find_shared(pool, args.run_dir.name, args.case)
+    else:
+        transcript = find_transcript(args.run_dir, args.case)
     print(json.dumps(transcript, ensure_ascii=False) if args.json else render(transcript))
     return EXIT_OK
 
@@ -111,7 +201,7 @@ def _show(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from experiments.compare import compare_runs
 
-    result = compare_runs(args.run_a, args.run_b, args.out)
+    result = compare_runs(_exported(args.run_a), _exported(args.run_b), args.out)
     print(result.report.read_text(encoding="utf-8").split("\n\n|", 1)[0].strip())
     print(result.report)
     return EXIT_OK
@@ -120,7 +210,7 @@ def _compare(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"run": _run, "report": _report, "list": _list, "show": _show,
-                "compare": _compare}
+                "compare": _compare, "export": _export}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

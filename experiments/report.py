@@ -171,8 +171,13 @@ def _summary_lines(df: Any, summary: Any, effects: Any, pairs: Any, style: Any,
     return lines
 
 
-def _notes(run_dir: Path, df: Any) -> list[str]:
-    meta = read_meta(run_dir)
+def _resume_hint(run_dir: Path, meta: dict[str, Any], *more: str) -> str:
+    if meta.get("shared"):  # a run shared through the database: any worker finishes it
+        return f"`python -m experiments run --workers-join {meta.get('run_id')}{''.join(more)}`"
+    return f"`python -m experiments run --resume {run_dir}{''.join(more)}`"
+
+
+def _notes(run_dir: Path, df: Any, meta: dict[str, Any]) -> list[str]:
     notes = []
     if "offline" in set(df["model_spec"]):
         notes.append("`offline` is TreadWise's built-in rule-based model, not an LLM: it is "
@@ -188,10 +193,10 @@ def _notes(run_dir: Path, df: Any) -> list[str]:
     status = run_status(meta)
     if status not in ("", "finished", "stopped_by_budget"):
         notes.append(f"The run's status is {status!r}: finish it with "
-                     f"`python -m experiments run --resume {run_dir}`.")
+                     f"{_resume_hint(run_dir, meta)}.")
     if int((~df["judged"]).sum()):
-        notes.append(f"Re-run the errored cases with `python -m experiments run --resume "
-                     f"{run_dir} --retry-errors`.")
+        notes.append("Re-run the errored cases with "
+                     f"{_resume_hint(run_dir, meta, ' --retry-errors')}.")
     return notes
 
 
@@ -256,13 +261,19 @@ def _failures(scenarios: Any, checks: Any) -> list[str]:
     return lines
 
 
-def write_report(run_dir: Path, *, charts: bool = True) -> Path:
+def write_report(run_dir: Path, *, charts: bool = True, results: Any = None,
+                 meta: dict[str, Any] | None = None) -> Path:
     """Write the CSV tables, charts/*.png (unless `charts` is False: a 10 000-case run draws
-    for a while) and report.md for a run; return report.md."""
+    for a while) and report.md for a run; return report.md.
+
+    `results` and `meta` (a shared run's, from the database) replace the folder's results.csv
+    and meta.json; the report is written into `run_dir` all the same.
+    """
     from experiments.charts import write_charts
 
     run_dir = Path(run_dir)
-    df = load_results(run_dir)
+    df = load_results(run_dir) if results is None else results
+    meta = read_meta(run_dir) if meta is None else meta
     summary, effects = summarise(df), factor_effects(df)
     pairs, style = pairwise(df, summary), persona_style(df)
     scenarios, checks = scenario_rates(df), check_failures(df)
@@ -270,16 +281,17 @@ def write_report(run_dir: Path, *, charts: bool = True) -> Path:
                         (pairs, PAIRWISE_FILE), (style, STYLE_FILE)):
         frame.to_csv(run_dir / name, index=False, float_format="%.6g")
     drawn = write_charts(df, summary, run_dir / CHARTS_DIR) if charts else []
-    meta = read_meta(run_dir)
+    source = (f"the run's rows in PostgreSQL (`python -m experiments export` writes them as "
+              f"`{RESULTS_FILE}`)" if results is not None else f"`{RESULTS_FILE}`")
     parts = [f"# Sweep report: {run_dir.name}", "",
              f"Grid `{meta.get('grid_name', '?')}`; package {df['package_version'].iloc[0]}, "
              f"commit `{df['git_commit'].iloc[0][:12]}`. Everything below is computed from "
-             f"`{RESULTS_FILE}`. Success counts ok against failed cases; errored cases are "
+             f"{source}. Success counts ok against failed cases; errored cases are "
              "left out and counted beside. Intervals are 95% cluster-bootstrap intervals that "
              f"resample scenarios, not cases ({BOOTSTRAP} resamples, seed {SEED}).", "",
              "## Summary", "",
              *_summary_lines(df, summary, effects, pairs, style, scenarios, checks)]
-    if notes := _notes(run_dir, df):
+    if notes := _notes(run_dir, df, meta):
         parts += ["", "## Notes", "", *(f"- {n}" for n in notes)]
     for section in (_configurations(summary), _effects(effects), _pairwise(pairs),
                     _style(style), _failures(scenarios, checks)):

@@ -109,6 +109,11 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def cell_text(value: Any) -> str:
+    """A value as its results.csv field reads back."""
+    return str(_cell(value))
+
+
 class ResultsWriter:
     """Appends rows to results.csv under one lock; each row is written whole and flushed."""
 

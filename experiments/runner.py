@@ -18,7 +18,7 @@ from experiments.cache import cache_path
 from experiments.grid import DEFAULT_GRID, Case, Grid, load_grid
 from experiments.prepare import CASES_DIR, Prepared, prepare, strategies_supported
 from experiments.prices import DEFAULT_PRICES, load_prices
-from experiments.progress import Progress, TerminalBar
+from experiments.progress import Budget, Progress, Tally, TerminalBar
 from experiments.records import HARNESS_ERROR
 from experiments.results import RESULTS_FILE, repair
 from experiments.runs import (
@@ -44,31 +44,6 @@ class SweepError(ValueError):
 
 
 @dataclass
-class Budget:
-    """Spending so far against the grid's limits; new cases start only while within them."""
-
-    max_calls: int | None = None
-    max_cost_usd: float | None = None
-    calls: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, row: dict[str, Any]) -> None:
-        cached = int(float(row.get("cache_hits") or 0))
-        self.calls += max(0, int(float(row.get("model_calls") or 0)) - cached)
-        cost = row.get("cost_usd")
-        if cost not in (None, ""):
-            self.cost_usd += float(cost)
-
-    def exceeded(self) -> str | None:
-        if self.max_calls is not None and self.calls >= self.max_calls:
-            return f"max_calls {self.max_calls} reached ({self.calls} model calls made)"
-        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-            return (f"max_cost_usd {self.max_cost_usd:g} reached (estimated "
-                    f"${self.cost_usd:.4f} spent)")
-        return None
-
-
-@dataclass
 class SweepPlan:
     """What a sweep will do: its cases, those still to run, and what it runs them with."""
 
@@ -80,6 +55,7 @@ class SweepPlan:
     finished: dict[str, str] = field(default_factory=dict)
     workers: int = 1
     cache: Path | None = None
+    shared: Any = None  # a claims.SharedRun: the cases come from, and go to, PostgreSQL
 
     @property
     def skipped(self) -> dict[str, str]:
@@ -138,7 +114,8 @@ class SweepPlan:
             yield f"  toolset {name} unavailable ({reason}); its scenarios will fail"
 
 
-def _resume_grid(run_dir: Path) -> Grid:
+def saved_grid(run_dir: Path) -> Grid:
+    """The grid a run folder keeps (with its own copies of the scenarios and prices)."""
     if not (run_dir / GRID_COPY).exists():
         raise SweepError(f"{run_dir}: not a run folder to resume (no {GRID_COPY})")
     prices = run_dir / PRICES_COPY
@@ -163,7 +140,8 @@ def _to_run(cases: list[Case], finished: dict[str, str], retry_errors: bool) -> 
 
 def plan_sweep(grid: Grid, run_dir: Path, *, limit: int | None = None,
                retry_errors: bool = False, cache: Path | None = None,
-               sink: ResultsSink | None = None, workers: int = 1) -> SweepPlan:
+               sink: ResultsSink | None = None, workers: int = 1,
+               shared: Any = None) -> SweepPlan:
     """Expand the grid, build its models and tools once, and drop the cases that cannot run
     here (a missing key or package, a strategy this agent lacks) or are already done."""
     scenarios = grid.scenarios()
@@ -171,11 +149,11 @@ def plan_sweep(grid: Grid, run_dir: Path, *, limit: int | None = None,
     skipped = prepared.skipped
     cases = [c for c in grid.cases(scenarios) if c.cell.model not in skipped
              and f"strategy {c.cell.strategy}" not in skipped]
-    finished = (sink or RunFolder(run_dir)).finished()
+    finished = (shared or sink or RunFolder(run_dir)).finished()
     todo = _to_run(cases, finished, retry_errors)
     if limit is not None:
         todo = todo[:max(0, limit)]
-    return SweepPlan(grid, run_dir, cases, todo, prepared, finished, workers, cache)
+    return SweepPlan(grid, run_dir, cases, todo, prepared, finished, workers, cache, shared)
 
 
 def _echo_stderr(line: str) -> None:
@@ -187,7 +165,7 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
               progress: Callable[[Progress], None] | None = None, limit: int | None = None,
               report: bool = True, echo: Callable[[str], None] | None = None,
               retry_errors: bool = False, cache: bool | Path = False,
-              workers: int | None = None) -> Path:
+              workers: int | None = None, join: str | None = None) -> Path:
     """Run (or resume) a sweep and return its run folder.
 
     Rows are appended to RUN/results.csv and transcripts to RUN/transcripts.jsonl as cases
@@ -196,28 +174,34 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
     `echo` receives the plan lines (stderr by default). `retry_errors` (with `resume`) runs
     again only the cases whose latest row is an error. `cache` (True, or the SQLite file to
     use) answers identical model requests from the response cache. `workers` (default: the
-    grid's) is how many processes share the cases in flight.
+    grid's) is how many processes share the cases in flight. `join` names a run shared through
+    PostgreSQL (TREADWISE_DATABASE_URL) instead: see experiments/shared.py.
     """
     echo = echo or _echo_stderr
+    if join is not None:
+        from experiments.shared import join_sweep
+
+        return join_sweep(join, grid_path, out_dir=out_dir, strict=strict, progress=progress,
+                          limit=limit, report=report, echo=echo, retry_errors=retry_errors,
+                          cache=cache, workers=workers)
     if retry_errors and resume is None:
         raise SweepError("--retry-errors re-runs the errored cases of a run: give it --resume "
                          "RUN_DIR")
     if resume is not None:
         run_dir = Path(resume)
-        grid = _resume_grid(run_dir)
+        grid = saved_grid(run_dir)
     else:
         grid = load_grid(Path(grid_path or DEFAULT_GRID))
         grid.scenarios()
         load_prices(grid.prices_file)
         run_dir = _new_run_dir(grid, out_dir)
-    cache_file = (cache if isinstance(cache, Path) else cache_path(run_dir.parent)) \
-        if cache else None
     try:
         with locked(run_dir):
-            _sweep(grid, run_dir, resume=resume is not None, strict=strict, progress=progress,
-                   echo=echo, plan_options={"limit": limit, "retry_errors": retry_errors,
-                                            "cache": cache_file,
-                                            "workers": workers or grid.workers})
+            sweep_folder(grid, run_dir, resume=resume is not None, strict=strict,
+                         progress=progress, echo=echo,
+                         plan_options={"limit": limit, "retry_errors": retry_errors,
+                                       "cache": cache_file(cache, run_dir),
+                                       "workers": workers or grid.workers})
     except RunBusy as exc:
         raise SweepError(str(exc)) from None
     if report:
@@ -228,9 +212,17 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
     return run_dir
 
 
-def _sweep(grid: Grid, run_dir: Path, *, resume: bool, strict: bool,
-           progress: Callable[[Progress], None] | None, echo: Callable[[str], None],
-           plan_options: dict[str, Any]) -> None:
+def cache_file(cache: bool | Path, run_dir: Path) -> Path | None:
+    """The response cache a run uses: the file given, the default beside the run, or none."""
+    if not cache:
+        return None
+    return cache if isinstance(cache, Path) else cache_path(run_dir.parent)
+
+
+def sweep_folder(grid: Grid, run_dir: Path, *, resume: bool, strict: bool,
+                 progress: Callable[[Progress], None] | None, echo: Callable[[str], None],
+                 plan_options: dict[str, Any]) -> None:
+    """Plan the run in `run_dir` and run it (no lock taken, no report written)."""
     repair(run_dir / RESULTS_FILE)
     plan = plan_sweep(grid, run_dir, **plan_options)
     if strict and plan.skipped:
@@ -287,72 +279,53 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
     """Run the plan's cases; return why new cases stopped being launched, if a budget did."""
     import treadwise
 
+    shared = plan.shared
     meta = _start_meta(plan)
-    write_meta(plan.run_dir, meta)
+    if shared is None:
+        write_meta(plan.run_dir, meta)
     runner = plan.prepared.runner(plan.grid, plan.run_dir,
                                   package_version=treadwise.__version__,
                                   git_commit=meta["git_commit"])
-    tally = _Tally(Budget(plan.grid.max_calls, plan.grid.max_cost_usd), progress)
+    tally = Tally(Budget(plan.grid.max_calls, plan.grid.max_cost_usd), progress)
     tally.start(plan)
     started, status = time.perf_counter(), "interrupted"
     launched, stop = 0, None
     events: queue.SimpleQueue[Event] = queue.SimpleQueue()
     spec = _spec(plan, meta) if plan.workers > 1 and len(plan.todo) > 1 else None
     lanes = start_lanes(runner, plan.grid.concurrency, spec, plan.workers, events)
+    lost = _lost_record(runner, {c.key: c for c in plan.cases})
     try:
-        with RunFolder(plan.run_dir) as sink:
-            launched, stop = _drive(lanes, events, CaseQueue(plan.todo), sink, tally,
-                                    plan.grid.concurrency,
-                                    _lost_record(runner, {c.key: c for c in plan.todo}))
+        with shared or RunFolder(plan.run_dir) as sink:
+            source = shared.bind(plan.cases, lost) if shared else CaseQueue(plan.todo)
+            launched, stop = _drive(lanes, events, source, sink, tally,
+                                    plan.grid.concurrency, lost)
+        stop = stop or (shared.stop_reason if shared else None)
         status = "stopped_by_budget" if stop else "finished"
     finally:
         for lane in lanes:
             lane.close(wait=status != "interrupted")
-        update_meta(plan.run_dir, status=status, finished=datetime.now(UTC).isoformat(
-            timespec="seconds"), duration_s=round(time.perf_counter() - started, 2),
-            budget_stop={"reason": stop, "not_launched": len(plan.todo) - launched}
+        changes = {
+            "status": status, "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "duration_s": round(time.perf_counter() - started, 2),
+            "budget_stop": {"reason": stop, "not_launched": len(plan.todo) - launched}
             if status == "stopped_by_budget" else None,
-            spent={"model_calls": tally.budget.calls,
-                   "cost_usd": round(tally.budget.cost_usd, 6)})
+            "spent": {"model_calls": tally.budget.calls,
+                      "cost_usd": round(tally.budget.cost_usd, 6)}}
+        if shared is None:
+            update_meta(plan.run_dir, **changes)
+        else:
+            shared.finish(**changes)
     return stop
 
 
-@dataclass
-class _Tally:
-    """Counts finished cases by status for the progress callback and the budget."""
-
-    budget: Budget
-    progress: Callable[[Progress], None]
-    total: int = 0
-    counts: Counter = field(default_factory=Counter)
-
-    def start(self, plan: SweepPlan) -> None:
-        """Count what an earlier attempt finished (retried errors count once, when redone)."""
-        kept = {k: s for k, s in plan.finished.items() if k not in {c.key for c in plan.todo}}
-        self.counts.update(kept.values())
-        self.total = len(kept) + len(plan.todo)
-        self.report("starting")
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.budget.add(row)
-        self.counts[row["status"]] += 1
-        self.report(f"{row['scenario']} ({row['persona']}, T={float(row['temperature']):g})")
-
-    def report(self, label: str) -> None:
-        counts = self.counts
-        self.progress(Progress(sum(counts.values()), self.total, counts["ok"], counts["failed"],
-                               label, counts["error"]))
-
-
-def _lost_record(runner: Any, cases: dict[str, Case]) -> Callable[[str], CaseRecord]:
+def _lost_record(runner: Any, cases: dict[str, Case]) -> Callable[..., CaseRecord]:
     """An error record for a case a worker process took with it when it died."""
     from experiments.cache import CacheTally
     from experiments.cases import Conversation
     from experiments.checks import CheckResult
     from experiments.records import case_record
 
-    def record(key: str) -> CaseRecord:
-        why = "the worker process running this case died"
+    def record(key: str, why: str = "the worker process running this case died") -> CaseRecord:
         return case_record(runner.context, cases[key], Conversation(harness_error=why),
                            [CheckResult(HARNESS_ERROR, False, why)], CacheTally(), None)
 
@@ -360,7 +333,7 @@ def _lost_record(runner: Any, cases: dict[str, Case]) -> Callable[[str], CaseRec
 
 
 def _drive(lanes: list[Any], events: queue.SimpleQueue, source: CaseSource,
-           sink: ResultsSink, tally: _Tally, concurrency: int,
+           sink: ResultsSink, tally: Tally, concurrency: int,
            lost_record: Callable[[str], CaseRecord]) -> tuple[int, str | None]:
     """Keep `concurrency` cases in flight over the ready lanes until done or over budget; keep
     each record as it finishes. Returns (cases launched, budget stop reason or None)."""

@@ -31,6 +31,7 @@ class RunInfo:
     has_report: bool
     grid: str = ""
     status: str = ""
+    shared: bool = False  # a run in the database (experiments/shared.py), not a folder
 
 
 def new_run_id(grid_name: str, now: datetime | None = None) -> str:

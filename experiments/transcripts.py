@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +138,14 @@ def find_transcript(run_dir: Path, case: str) -> dict[str, Any]:
     if not path.exists():
         raise TranscriptError(f"{run_dir}: no {TRANSCRIPTS_FILE} (runs made before transcripts "
                               "existed have none)")
+    return pick_transcript(_keys(path), case, run_dir)
+
+
+def pick_transcript(lines: Iterable[tuple[str, str]], case: str, run: Any) -> dict[str, Any]:
+    """Of (case key, JSON line) pairs, the one whose key is `case` or the only one containing
+    it (a later line of the same key wins)."""
     exact, partial = None, {}
-    for key, line in _keys(path):
+    for key, line in lines:
         if key == case:
             exact = line
         elif case in key:
@@ -149,7 +155,7 @@ def find_transcript(run_dir: Path, case: str) -> dict[str, Any]:
     if len(partial) == 1:
         return json.loads(next(iter(partial.values())))
     if not partial:
-        raise TranscriptError(f"{run_dir}: no case matches {case!r}")
+        raise TranscriptError(f"{run}: no case matches {case!r}")
     shown = ", ".join(sorted(partial)[:8]) + (" ..." if len(partial) > 8 else "")
     raise TranscriptError(f"{case!r} matches {len(partial)} cases: {shown}")
 

@@ -55,6 +55,9 @@ class Settings:
     consistency_k: int = 3
     consistency_approaches: tuple[str, ...] = CONSISTENCY_APPROACHES
     consistency_budget: int = 10
+    # A shared sweep's claim on a case lasts this long past its worker's last heartbeat; a
+    # worker that dies leaves its cases to the others after at most this long.
+    sweep_claim_s: float = 60.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -83,6 +86,7 @@ class Settings:
                 env.get("TREADWISE_CONSISTENCY_APPROACHES", "").replace(",", " ").split())
             or CONSISTENCY_APPROACHES,
             consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
+            sweep_claim_s=_float(env, "TREADWISE_SWEEP_CLAIM_S", 60.0),
         )
 
     def ensure_data_dir(self) -> Path:

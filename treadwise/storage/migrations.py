@@ -51,6 +51,68 @@ def m002_plots(conn: Any) -> None:
         )""")
 
 
+@migration
+def m003_shared_sweeps(conn: Any) -> None:
+    # A sweep split across machines (experiments/shared.py, experiments/claims.py): the run and
+    # its files, every case with its claim, one result per case, and the workers that joined.
+    conn.execute("""
+        CREATE TABLE sweep_runs (
+            run_id TEXT PRIMARY KEY,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            grid_name TEXT NOT NULL,
+            definition JSONB NOT NULL,
+            grid_yaml TEXT NOT NULL,
+            scenarios_yaml TEXT NOT NULL,
+            prices_yaml TEXT NOT NULL,
+            meta JSONB NOT NULL,
+            status TEXT NOT NULL DEFAULT 'running',
+            budget_stop TEXT,
+            finished_at TIMESTAMPTZ
+        )""")
+    conn.execute("""
+        CREATE TABLE sweep_cases (
+            run_id TEXT NOT NULL REFERENCES sweep_runs ON DELETE CASCADE,
+            case_key TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            strategy TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'todo' CHECK (state IN ('todo', 'claimed', 'done')),
+            claimed_by TEXT,
+            claimed_until TIMESTAMPTZ,
+            claims INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (run_id, case_key)
+        )""")
+    conn.execute("CREATE INDEX sweep_cases_open ON sweep_cases (run_id, position)"
+                 " WHERE state <> 'done'")
+    conn.execute("""
+        CREATE TABLE sweep_results (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY,
+            run_id TEXT NOT NULL REFERENCES sweep_runs ON DELETE CASCADE,
+            case_key TEXT NOT NULL,
+            status TEXT NOT NULL,
+            model_calls INTEGER NOT NULL,
+            cost_usd DOUBLE PRECISION NOT NULL,
+            worker TEXT NOT NULL,
+            finished_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            row_json TEXT NOT NULL,
+            transcript TEXT NOT NULL,
+            CONSTRAINT sweep_results_once PRIMARY KEY (run_id, case_key)
+        )""")
+    conn.execute("""
+        CREATE TABLE sweep_workers (
+            run_id TEXT NOT NULL REFERENCES sweep_runs ON DELETE CASCADE,
+            worker TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            claim_s DOUBLE PRECISION NOT NULL,
+            started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            last_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
+            finished_at TIMESTAMPTZ,
+            status TEXT NOT NULL DEFAULT 'running',
+            PRIMARY KEY (run_id, worker)
+        )""")
+
+
 @contextmanager
 def advisory_lock(conn: Any, key: int, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Hold a session advisory lock on an autocommit connection.

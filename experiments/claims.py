@@ -1,0 +1,267 @@
+"""One worker's part in a shared sweep: cases claimed from PostgreSQL, results written there.
+
+A claim is a row lock taken with `FOR UPDATE SKIP LOCKED` (two workers never get the same
+case) that stamps the case with this worker and an expiry; a heartbeat thread pushes the expiry
+forward while the worker lives. A worker that dies stops beating, its claims expire, and any
+other worker claims those cases again. A result is kept once per (run, case key): if a worker
+whose claim had expired finishes after all, the first result stands (an error is replaced by a
+later result, as --retry-errors does). Times are the database's, so the machines' clocks do
+not matter.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from experiments.grid import Case
+from experiments.progress import Budget, paid_calls
+from experiments.sink import CaseRecord
+from experiments.transcripts import encode
+
+log = logging.getLogger(__name__)
+MAX_CLAIMS = 3  # a case whose workers died this many times is recorded as an error
+WRITE_ATTEMPTS = 3
+DIED = ("claimed {n} times, and each worker running it stopped before finishing it (killed, "
+        "crashed or cut off from the database)")
+
+_CLAIM = """
+    UPDATE sweep_cases AS c
+    SET state = 'claimed', claimed_by = %(worker)s, claims = c.claims + 1,
+        claimed_until = now() + make_interval(secs => %(claim_s)s)
+    FROM (SELECT case_key FROM sweep_cases
+          WHERE run_id = %(run)s AND model = ANY(%(models)s) AND strategy = ANY(%(strategies)s)
+            AND (state = 'todo' OR (state = 'claimed' AND claimed_until < now()))
+          ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED) AS next
+    WHERE c.run_id = %(run)s AND c.case_key = next.case_key
+    RETURNING c.case_key, c.claims"""
+_KEEP = """
+    INSERT INTO sweep_results (run_id, case_key, status, model_calls, cost_usd, worker,
+                               row_json, transcript)
+    VALUES (%(run)s, %(key)s, %(status)s, %(calls)s, %(cost)s, %(worker)s, %(row)s, %(line)s)
+    ON CONFLICT (run_id, case_key) DO UPDATE
+    SET status = excluded.status, model_calls = excluded.model_calls,
+        cost_usd = excluded.cost_usd, worker = excluded.worker, finished_at = now(),
+        row_json = excluded.row_json, transcript = excluded.transcript
+    WHERE sweep_results.status = 'error'
+    RETURNING seq"""
+_DONE = """
+    UPDATE sweep_cases SET state = 'done', claimed_by = NULL, claimed_until = NULL
+    WHERE run_id = %(run)s AND case_key = %(key)s"""
+_LEFT = """
+    SELECT count(*) AS open,
+           count(*) FILTER (WHERE model = ANY(%(models)s) AND strategy = ANY(%(strategies)s))
+               AS runnable
+    FROM sweep_cases WHERE run_id = %(run)s AND state <> 'done'"""
+_SPENT = """
+    SELECT r.status, r.budget_stop, coalesce(sum(s.model_calls), 0) AS calls,
+           coalesce(sum(s.cost_usd), 0) AS cost
+    FROM sweep_runs r LEFT JOIN sweep_results s ON s.run_id = r.run_id
+    WHERE r.run_id = %(run)s GROUP BY r.run_id"""
+
+
+def worker_name() -> str:
+    """host:pid:tail, unique across machines and restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+
+
+class SharedRun:
+    """The CaseSource and ResultsSink of a worker in a shared run; open it with `with`."""
+
+    def __init__(self, pool: Any, run_id: str, *, claim_s: float, limit: int | None = None,
+                 max_calls: int | None = None, max_cost_usd: float | None = None):
+        if claim_s < 0.5:
+            raise ValueError(f"TREADWISE_SWEEP_CLAIM_S must be at least 0.5 s, got {claim_s:g}")
+        self.pool, self.run_id, self.claim_s = pool, run_id, claim_s
+        self.worker = worker_name()
+        self.limit = limit
+        self.budget = (max_calls, max_cost_usd)
+        self.claimed = self.dropped = self.left_for_others = 0
+        self.completed_here = False
+        self.stop_reason: str | None = None
+        self._cases: dict[str, Case] = {}
+        self._lost: Callable[[str, str], CaseRecord] | None = None
+        self._mine: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def _params(self, **more: Any) -> dict[str, Any]:
+        return {"run": self.run_id, "worker": self.worker, "claim_s": self.claim_s, **more}
+
+    def _execute(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        with self.pool.connection() as conn:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+
+    def bind(self, cases: Iterable[Case],
+             lost: Callable[[str, str], CaseRecord]) -> SharedRun:
+        """The cases this worker can run (its models and strategies), and how to record one
+        that no worker could finish."""
+        self._cases = {case.key: case for case in cases}
+        self._lost = lost
+        return self
+
+    def _filters(self) -> dict[str, Any]:
+        cases = self._cases.values()
+        return {"models": sorted({c.cell.model for c in cases}),
+                "strategies": sorted({c.cell.strategy for c in cases})}
+
+    def finished(self) -> dict[str, str]:
+        rows = self._execute("SELECT case_key, status FROM sweep_results WHERE run_id = %(run)s"
+                             " ORDER BY seq", self._params())
+        return {row["case_key"]: row["status"] for row in rows}
+
+    def reopen_errors(self) -> int:
+        """Put the cases whose result is an error back to be claimed (--retry-errors)."""
+        with self.pool.connection() as conn, conn.transaction():
+            count = conn.execute("""
+                UPDATE sweep_cases AS c SET state = 'todo', claimed_by = NULL,
+                       claimed_until = NULL, claims = 0
+                FROM sweep_results AS r
+                WHERE c.run_id = %(run)s AND r.run_id = c.run_id AND r.case_key = c.case_key
+                  AND r.status = 'error' AND c.state = 'done'""", self._params()).rowcount
+            if count:
+                conn.execute("UPDATE sweep_runs SET status = 'running', finished_at = NULL"
+                             " WHERE run_id = %(run)s AND status = 'finished'", self._params())
+        return count
+
+    def claim(self) -> Case | None:
+        """The next case for this worker, or None when there is none for it.
+
+        With none of its own cases in flight, it waits while other workers hold claims on
+        cases it could run: those finish, or their worker died and the claims expire here.
+        """
+        while True:
+            if self.limit is not None and self.claimed >= self.limit:
+                return None
+            if self._over_budget():
+                return None
+            got = self._execute(_CLAIM, self._params(**self._filters()))
+            if got:
+                case = self._take(got[0]["case_key"], got[0]["claims"])
+                if case is not None:
+                    return case
+                continue
+            with self._lock:
+                if self._mine:
+                    return None  # the driver asks again as each of ours finishes
+            left = self._execute(_LEFT, self._params(**self._filters()))[0]
+            if not left["runnable"]:
+                self.left_for_others = left["open"]
+                return None
+            time.sleep(min(1.0, self.claim_s / 4))
+
+    def _take(self, key: str, claims: int) -> Case | None:
+        if claims > MAX_CLAIMS and self._lost is not None:
+            self.write(self._lost(key, DIED.format(n=claims - 1)))
+            return None
+        with self._lock:
+            self._mine.add(key)
+        self.claimed += 1
+        return self._cases[key]
+
+    def _over_budget(self) -> bool:
+        if self.budget == (None, None):
+            return False
+        spent = self._execute(_SPENT, self._params())[0]
+        if spent["status"] == "stopped_by_budget":
+            self.stop_reason = spent["budget_stop"] or "the run's budget"
+            return True
+        budget = Budget(*self.budget, calls=int(spent["calls"]), cost_usd=float(spent["cost"]))
+        if (reason := budget.exceeded()) is None:
+            return False
+        self.stop_reason = reason
+        self._execute("UPDATE sweep_runs SET status = 'stopped_by_budget', budget_stop = "
+                      "%(why)s WHERE run_id = %(run)s AND status = 'running'",
+                      self._params(why=reason))
+        return True
+
+    def write(self, record: CaseRecord) -> None:
+        """Keep a finished case once; a result another worker already kept stands."""
+        from psycopg import OperationalError
+        from psycopg_pool import PoolTimeout
+
+        row, key = record.row, record.row["case_key"]
+        params = self._params(
+            key=key, status=row["status"], calls=paid_calls(row),
+            cost=float(row.get("cost_usd") or 0), row=json.dumps(row, default=str),
+            line=encode(record.transcript))
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with self.pool.connection() as conn, conn.transaction():
+                    kept = conn.execute(_KEEP, params).fetchone()
+                    conn.execute(_DONE, params)
+                break
+            except (OperationalError, PoolTimeout) as exc:
+                if attempt == WRITE_ATTEMPTS:
+                    raise ConnectionError(f"cannot write case {key} to the database: "
+                                          f"{type(exc).__name__}") from exc
+                time.sleep(attempt)
+        with self._lock:
+            self._mine.discard(key)
+        if kept is None:
+            self.dropped += 1
+            log.warning("case %s: another worker kept its result first; this one is dropped",
+                        key)
+
+    def _heartbeat(self) -> None:
+        from psycopg import Error
+        from psycopg_pool import PoolTimeout
+
+        while not self._stop.wait(self.claim_s / 3):
+            try:
+                self._execute("UPDATE sweep_cases SET claimed_until = now() + make_interval("
+                              "secs => %(claim_s)s) WHERE run_id = %(run)s AND claimed_by = "
+                              "%(worker)s AND state = 'claimed'", self._params())
+                self._execute("UPDATE sweep_workers SET last_seen = now() WHERE run_id = "
+                              "%(run)s AND worker = %(worker)s", self._params())
+            except (Error, PoolTimeout) as exc:
+                log.warning("shared sweep heartbeat failed (%s); claims expire in %g s unless "
+                            "it recovers", type(exc).__name__, self.claim_s)
+
+    def open(self) -> SharedRun:
+        host, pid = socket.gethostname(), os.getpid()
+        self._execute("INSERT INTO sweep_workers (run_id, worker, host, pid, claim_s) VALUES "
+                      "(%(run)s, %(worker)s, %(host)s, %(pid)s, %(claim_s)s)",
+                      self._params(host=host, pid=pid))
+        self._stop.clear()
+        self._beat = threading.Thread(target=self._heartbeat, name="sweep-heartbeat",
+                                      daemon=True)
+        self._beat.start()
+        return self
+
+    def close(self) -> None:
+        """Stop beating and hand back the claims of cases this worker did not finish."""
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=10)
+        self._execute("UPDATE sweep_cases SET state = 'todo', claimed_by = NULL, "
+                      "claimed_until = NULL WHERE run_id = %(run)s AND claimed_by = %(worker)s"
+                      " AND state = 'claimed'", self._params())
+
+    def finish(self, status: str, **_: Any) -> None:
+        """Record how this worker ended; the worker that sees the last case done marks the run
+        finished (and writes its report)."""
+        self._execute("UPDATE sweep_workers SET status = %(status)s, finished_at = now(), "
+                      "last_seen = now() WHERE run_id = %(run)s AND worker = %(worker)s",
+                      self._params(status=status))
+        done = self._execute("""
+            UPDATE sweep_runs SET status = 'finished', finished_at = now()
+            WHERE run_id = %(run)s AND status = 'running' AND NOT EXISTS (
+                SELECT 1 FROM sweep_cases WHERE run_id = %(run)s AND state <> 'done')
+            RETURNING run_id""", self._params())
+        self.completed_here = bool(done)
+
+    def __enter__(self) -> SharedRun:
+        return self.open()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
