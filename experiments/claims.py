@@ -247,12 +247,16 @@ class SharedRun:
                       "claimed_until = NULL WHERE run_id = %(run)s AND claimed_by = %(worker)s"
                       " AND state = 'claimed'", self._params())
 
-    def finish(self, status: str, **_: Any) -> None:
+    def finish(self, status: str, budget_stop: dict[str, Any] | None = None, **_: Any) -> None:
         """Record how this worker ended; the worker that sees the last case done marks the run
         finished (and writes its report)."""
         self._execute("UPDATE sweep_workers SET status = %(status)s, finished_at = now(), "
                       "last_seen = now() WHERE run_id = %(run)s AND worker = %(worker)s",
                       self._params(status=status))
+        if budget_stop:  # the whole run stops: its budget is the run's, not one worker's
+            self._execute("UPDATE sweep_runs SET status = 'stopped_by_budget', budget_stop = "
+                          "%(why)s WHERE run_id = %(run)s AND status = 'running'",
+                          self._params(why=budget_stop["reason"]))
         done = self._execute("""
             UPDATE sweep_runs SET status = 'finished', finished_at = now()
             WHERE run_id = %(run)s AND status = 'running' AND NOT EXISTS (
