@@ -32,16 +32,19 @@ WRITE_ATTEMPTS = 3
 DIED = ("claimed {n} times, and each worker running it stopped before finishing it (killed, "
         "crashed or cut off from the database)")
 
+# The case is picked by a scalar subquery, which runs once. Joined as a FROM item instead, the
+# planner may rescan it once per row of the table (a nested loop, seen on a fresh table), each
+# rescan locking and claiming another case.
 _CLAIM = """
-    UPDATE sweep_cases AS c
-    SET state = 'claimed', claimed_by = %(worker)s, claims = c.claims + 1,
+    UPDATE sweep_cases
+    SET state = 'claimed', claimed_by = %(worker)s, claims = claims + 1,
         claimed_until = now() + make_interval(secs => %(claim_s)s)
-    FROM (SELECT case_key FROM sweep_cases
-          WHERE run_id = %(run)s AND model = ANY(%(models)s) AND strategy = ANY(%(strategies)s)
-            AND (state = 'todo' OR (state = 'claimed' AND claimed_until < now()))
-          ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED) AS next
-    WHERE c.run_id = %(run)s AND c.case_key = next.case_key
-    RETURNING c.case_key, c.claims"""
+    WHERE run_id = %(run)s AND case_key = (
+        SELECT case_key FROM sweep_cases
+        WHERE run_id = %(run)s AND model = ANY(%(models)s) AND strategy = ANY(%(strategies)s)
+          AND (state = 'todo' OR (state = 'claimed' AND claimed_until < now()))
+        ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING case_key, claims"""
 _KEEP = """
     INSERT INTO sweep_results (run_id, case_key, status, model_calls, cost_usd, worker,
                                row_json, transcript)
@@ -59,7 +62,8 @@ _LEFT = """
     SELECT count(*) AS open,
            count(*) FILTER (WHERE model = ANY(%(models)s) AND strategy = ANY(%(strategies)s))
                AS runnable
-    FROM sweep_cases WHERE run_id = %(run)s AND state <> 'done'"""
+    FROM sweep_cases WHERE run_id = %(run)s AND state <> 'done'
+      AND claimed_by IS DISTINCT FROM %(worker)s"""
 _SPENT = """
     SELECT r.status, r.budget_stop, coalesce(sum(s.model_calls), 0) AS calls,
            coalesce(sum(s.cost_usd), 0) AS cost

@@ -214,8 +214,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:
-        print("interrupted: finish it with python -m experiments run --resume RUN_DIR (the run "
-              "folder named above)", file=sys.stderr)
+        if run := getattr(args, "workers_join", None):
+            print(f"interrupted: this worker's claims are handed back; any worker finishes the "
+                  f"run with python -m experiments run --workers-join {run}", file=sys.stderr)
+        else:
+            print("interrupted: finish it with python -m experiments run --resume RUN_DIR (the "
+                  "run folder named above)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -182,6 +182,25 @@ def test_an_expired_claim_is_claimed_again_and_a_late_result_is_dropped(tmp_path
                  cases[0].key) == [{"claims": 2}]
 
 
+def test_a_claim_takes_exactly_one_case_of_a_run_newer_than_the_statistics(tmp_path,
+                                                                           database_url):
+    # With statistics that predate the run (it looks empty to the planner), a claim written as
+    # a join was planned as a nested loop that claimed one case per row it scanned.
+    pool = connect(database_url)
+    create(pool, "older", load_grid(write_grid(tmp_path, [HOURS])))
+    query(database_url, "ANALYZE sweep_cases")
+    grid = load_grid(write_grid(tmp_path, [HOURS], personas=["friendly", "technical"],
+                                repeats=1000))
+    cases = grid.cases()
+    create(pool, "fresh", grid)
+    run = SharedRun(pool, "fresh", claim_s=60).bind(cases, lambda key, why: None)
+    taken = [run.claim().key for _ in range(3)]
+    assert taken == [c.key for c in cases[:3]]
+    claimed = query(database_url, "SELECT case_key FROM sweep_cases WHERE run_id = 'fresh' "
+                    "AND state = 'claimed' ORDER BY position")
+    assert [r["case_key"] for r in claimed] == taken
+
+
 def test_a_case_whose_workers_keep_dying_becomes_an_error_row(tmp_path, database_url):
     grid = load_grid(write_grid(tmp_path, [HOURS]))
     (case,) = grid.cases()
