@@ -29,6 +29,7 @@ from experiments.transcripts import encode
 log = logging.getLogger(__name__)
 MAX_CLAIMS = 3  # a case whose workers died this many times is recorded as an error
 WRITE_ATTEMPTS = 3
+BUDGET_CHECK_S = 0.5  # how often the run-wide spending is summed
 DIED = ("claimed {n} times, and each worker running it stopped before finishing it (killed, "
         "crashed or cut off from the database)")
 
@@ -92,6 +93,8 @@ class SharedRun:
         self.stop_reason: str | None = None
         self._cases: dict[str, Case] = {}
         self._lost: Callable[[str, str], CaseRecord] | None = None
+        self._filters: dict[str, list[str]] = {"models": [], "strategies": []}
+        self._budget_checked = -BUDGET_CHECK_S
         self._mine: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -111,12 +114,9 @@ class SharedRun:
         that no worker could finish."""
         self._cases = {case.key: case for case in cases}
         self._lost = lost
+        self._filters = {"models": sorted({c.cell.model for c in self._cases.values()}),
+                         "strategies": sorted({c.cell.strategy for c in self._cases.values()})}
         return self
-
-    def _filters(self) -> dict[str, Any]:
-        cases = self._cases.values()
-        return {"models": sorted({c.cell.model for c in cases}),
-                "strategies": sorted({c.cell.strategy for c in cases})}
 
     def finished(self) -> dict[str, str]:
         rows = self._execute("SELECT case_key, status FROM sweep_results WHERE run_id = %(run)s"
@@ -148,7 +148,7 @@ class SharedRun:
                 return None
             if self._over_budget():
                 return None
-            got = self._execute(_CLAIM, self._params(**self._filters()))
+            got = self._execute(_CLAIM, self._params(**self._filters))
             if got:
                 case = self._take(got[0]["case_key"], got[0]["claims"])
                 if case is not None:
@@ -157,7 +157,7 @@ class SharedRun:
             with self._lock:
                 if self._mine:
                     return None  # the driver asks again as each of ours finishes
-            left = self._execute(_LEFT, self._params(**self._filters()))[0]
+            left = self._execute(_LEFT, self._params(**self._filters))[0]
             if not left["runnable"]:
                 self.left_for_others = left["open"]
                 return None
@@ -173,8 +173,13 @@ class SharedRun:
         return self._cases[key]
 
     def _over_budget(self) -> bool:
-        if self.budget == (None, None):
+        if self.stop_reason is not None or self.budget == (None, None):
+            return self.stop_reason is not None
+        # Summing the run's rows before every claim would cost O(rows) each time; this
+        # worker's own spending is checked after every case by the runner anyway.
+        if time.monotonic() - self._budget_checked < BUDGET_CHECK_S:
             return False
+        self._budget_checked = time.monotonic()
         spent = self._execute(_SPENT, self._params())[0]
         if spent["status"] == "stopped_by_budget":
             self.stop_reason = spent["budget_stop"] or "the run's budget"
