@@ -26,6 +26,8 @@ from experiments.transcripts import TRANSCRIPTS_FILE, pick_transcript
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 GRID_COPY, SCENARIOS_COPY, PRICES_COPY = "grid.yaml", "scenarios.yaml", "prices.yaml"
+NO_CLIENT = ("the PostgreSQL client is not installed: python -m pip install -r "
+             "requirements-postgres.txt")
 _STATUS = """
     SELECT r.run_id, r.created_at, r.grid_name, r.meta, r.status, r.budget_stop,
            (SELECT count(*) FROM sweep_cases c WHERE c.run_id = r.run_id) AS cases,
@@ -56,8 +58,7 @@ def connect(url: str) -> Any:
     try:
         from treadwise.storage.postgres import describe, shared_pool
     except ImportError:
-        raise SharedRunError("the PostgreSQL client is not installed: python -m pip install "
-                             "-r requirements-postgres.txt") from None
+        raise SharedRunError(NO_CLIENT) from None
     from treadwise.storage.leads import StoreUnavailable
 
     try:
@@ -69,8 +70,11 @@ def connect(url: str) -> Any:
 @contextmanager
 def database_errors() -> Any:
     """psycopg's errors as one line (a SharedRunError), never a traceback."""
-    from psycopg import Error
-    from psycopg_pool import PoolTimeout
+    try:
+        from psycopg import Error
+        from psycopg_pool import PoolTimeout
+    except ImportError:
+        raise SharedRunError(NO_CLIENT) from None
 
     try:
         yield
@@ -93,7 +97,7 @@ def definition(grid: Any) -> dict[str, Any]:
     left out."""
     prices = grid.prices_file or DEFAULT_PRICES
     found = {
-        "name": grid.name, "personas": grid.personas, "models": grid.models,
+        "personas": grid.personas, "models": grid.models,
         "temperatures": grid.temperatures, "strategies": grid.strategies,
         "variations": [[v.name, v.system_suffix, v.max_tokens] for v in grid.variations],
         "exclude": grid.exclude, "repeats": grid.repeats,
@@ -113,9 +117,15 @@ def differences(run: dict[str, Any], mine: dict[str, Any]) -> list[str]:
 
     found = []
     for key in sorted(set(run) | set(mine)):
-        if run.get(key) != mine.get(key):
-            found.append(key if key == "scenarios" else
-                         f"{key} (run: {short(run.get(key))}, yours: {short(mine.get(key))})")
+        have, want = run.get(key), mine.get(key)
+        if have == want:
+            continue
+        if key == "scenarios":  # too long to show whole: their ids, or that their content differs
+            have, want = [s[0] for s in have or []], [s[0] for s in want or []]
+            if have == want:
+                found.append("scenarios (the same ids, other turns or checks)")
+                continue
+        found.append(f"{key} (run: {short(have)}, yours: {short(want)})")
     return found
 
 

@@ -241,6 +241,11 @@ def test_joining_needs_the_database_and_the_same_grid(tmp_path, database_url, mo
     with pytest.raises(SharedRunError, match=r"differs from the grid of shared run 'study': "
                        r"repeats \(run: 2, yours: 3\); temperatures"):
         run_sweep(changed, join="study", **options)
+    rewritten = tmp_path / "rewritten"
+    rewritten.mkdir()
+    checks = write_grid(rewritten, [{**HOURS, "checks": []}], repeats=2)
+    with pytest.raises(SharedRunError, match=r"scenarios \(the same ids, other turns or checks"):
+        run_sweep(checks, join="study", **options)
     # How one machine runs the cases may differ; what the rows mean may not.
     same = write_grid(other, [HOURS], repeats=2, concurrency=7)
     lines: list[str] = []
