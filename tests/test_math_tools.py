@@ -34,7 +34,7 @@ def engine() -> Iterator[MathEngine]:
 
 @pytest.fixture
 def tools(engine: MathEngine, data_dir: Path) -> dict[str, BaseTool]:
-    context = ToolContext(data_dir=data_dir, extra={"math_engine": engine})
+    context = ToolContext(data_dir=data_dir, math_engine=engine)
     return {tool.name: tool for tool in math_tools(context)}
 
 

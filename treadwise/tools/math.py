@@ -17,8 +17,8 @@ PLAIN_TOOLS = ("add", "subtract", "multiply", "divide", "power", "square", "squa
 
 
 def math_tools(context: ToolContext) -> list[BaseTool]:
-    """The fourteen math tools; `context.extra["math_engine"]` may supply the MathEngine."""
-    box = MathToolbox(context, context.extra.get("math_engine") or get_engine())
+    """The fourteen math tools; `context.math_engine` may supply the MathEngine."""
+    box = MathToolbox(context, context.math_engine or get_engine())
     tools: list[BaseTool] = [StructuredTool.from_function(getattr(box, name), parse_docstring=True)
                              for name in PLAIN_TOOLS]
     tools.append(StructuredTool.from_function(box.plot_area, parse_docstring=True,
@@ -28,7 +28,7 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
 
 def program_tools(context: ToolContext) -> list[BaseTool]:
     """The restricted program tool (self-consistency's program-aided attempts use it)."""
-    box = MathToolbox(context, context.extra.get("math_engine") or get_engine())
+    box = MathToolbox(context, context.math_engine or get_engine())
     return [StructuredTool.from_function(box.run_program, parse_docstring=True)]
 
 
