@@ -38,7 +38,7 @@ def test_launch_options_are_safe_by_default(monkeypatch: pytest.MonkeyPatch):
     options = launch_kwargs(settings)
     assert options["server_name"] == "127.0.0.1" and options["server_port"] == 7860
     assert options["share"] is False
-    assert options["auth"] == ("ana", "s3cret-pass")
+    assert options["auth"] == [("ana", "s3cret-pass")]
     assert options["show_error"] is False
     assert options["enable_monitoring"] is False
     assert options["max_file_size"]

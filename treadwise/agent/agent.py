@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ from treadwise.models import display_name, resolve_model
 from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, Settings
 
+log = logging.getLogger(__name__)
 PROVIDER_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TREADWISE_GEMINI_BASE_URL",
                 "GOOGLE_API_KEY", "GEMINI_API_KEY")
 
@@ -161,7 +164,10 @@ class Agent:
                temperature: float = 0.0, seed: int | None = None,
                tokens: bool = True) -> Iterator[Event]:
         """Run one user turn, yielding tool steps, the final result and (with ``tokens``) text
-        as the provider streams it; without ``tokens`` models are called plainly."""
+        as the provider streams it; without ``tokens`` models are called plainly.
+
+        Memory keeps the turn only when it succeeds and the stream is read to its end: a failed
+        turn, or one whose stream is closed early (a Stop), leaves the thread as it was."""
         thread_id = thread_id or uuid.uuid4().hex
         started = time.perf_counter()
         result = TurnResult(answer="", persona=persona, model=model, temperature=temperature,
@@ -178,25 +184,63 @@ class Agent:
             yield TurnFinished(result)
             return
         result.model = model if model in self.injected_models else display_name(model)
+        before = self._head(thread_id)
+        settled = False  # memory holds the finished turn, or is back as it was
         try:
             payload = {"messages": [HumanMessage(message)], "iterations": 0}
-            modes = ["messages", "updates"] if tokens else ["updates"]
-            for mode, data in self.graph.stream(payload, self._config(thread_id),
-                                                context=context,
-                                                stream_mode=modes):
-                yield from self._events(mode, data, steps)
+            yield from self._graph_events(payload, thread_id, context, tokens, result, steps)
+            self._summarise(result, thread_id, steps)
+            if result.error is not None:
+                self._restore(thread_id, before)
+                settled = True
+            result.latency_s = round(time.perf_counter() - started, 4)
+            yield TurnFinished(result)
+            settled = True
+        finally:
+            if not settled:
+                self._restore(thread_id, before)
+
+    def _graph_events(self, payload: dict[str, Any], thread_id: str, context: TurnContext,
+                      tokens: bool, result: TurnResult, steps: list[ToolStep]) -> Iterator[Event]:
+        modes = ["messages", "updates"] if tokens else ["updates"]
+        try:
+            # Checkpoints are written once, as the run ends, not after every step: fewer
+            # writes per turn, and nothing half-done for a rollback to undo in between.
+            with closing(self.graph.stream(payload, self._config(thread_id), context=context,
+                                           stream_mode=modes, durability="exit")) as chunks:
+                for mode, data in chunks:
+                    yield from self._events(mode, data, steps)
         except Exception as exc:  # noqa: BLE001 - any provider failure becomes one friendly line
             result.error = classify(exc, self.settings.timeout_s)
-        self._summarise(result, thread_id, steps)
-        result.latency_s = round(time.perf_counter() - started, 4)
-        yield TurnFinished(result)
+
+    def _head(self, thread_id: str) -> Any:
+        """The thread's latest checkpoint (None for a new thread)."""
+        return self.checkpointer.get_tuple(self._config(thread_id))
+
+    def _restore(self, thread_id: str, before: Any) -> None:
+        """Put the thread back to the checkpoint it had before a failed or stopped turn."""
+        try:
+            head = self._head(thread_id)
+            if head is None or (before is not None and head.config == before.config):
+                return
+            if before is None:
+                self.checkpointer.delete_thread(thread_id)
+            else:
+                # A copy of the old checkpoint becomes the newest one: exactly the old state.
+                self.graph.update_state(before.config, None, as_node="__copy__")
+        except Exception:  # a storage failure must not hide the turn's outcome
+            log.warning("could not take a failed or stopped turn out of memory (thread %s)",
+                        thread_id, exc_info=True)
 
     def run(self, message: str, **kwargs: Any) -> TurnResult:
         """Run one user turn and return its result."""
-        for event in self.stream(message, tokens=False, **kwargs):
+        result = None
+        for event in self.stream(message, tokens=False, **kwargs):  # read to the end: kept
             if isinstance(event, TurnFinished):
-                return event.result
-        raise RuntimeError("turn ended without a result")
+                result = event.result
+        if result is None:
+            raise RuntimeError("turn ended without a result")
+        return result
 
     def _events(self, mode: str, data: Any, steps: list[ToolStep]) -> Iterator[Event]:
         if mode == "messages":

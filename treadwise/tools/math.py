@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -9,6 +10,9 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from treadwise.safemath import MathEngine, MathInputError, get_engine
 from treadwise.tools import ToolContext
+
+
+PLOT_NOTE = "The shaded area is drawn in the attached plot."
 
 
 def math_tools(context: ToolContext) -> list[BaseTool]:
@@ -152,8 +156,12 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             variable: The function's variable.
         """
         path = (context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
-        return run("plot_area", expression=expression, lower=lower, upper=upper,
-                   variable=variable, out_path=str(path))
+        text, artifact = run("plot_area", expression=expression, lower=lower, upper=upper,
+                             variable=variable, out_path=str(path))
+        # Replies quote this text; the image travels as the artifact, its file name means
+        # nothing to a reader.
+        text = re.sub(rf"[^.]*{re.escape(path.name)}[^.]*\.\s*", "", text)
+        return f"{PLOT_NOTE} {text}", artifact
 
     plain = [add, subtract, multiply, divide, power, square, square_root, calculate, integrate,
              differentiate, solve_equation, analyze_function]

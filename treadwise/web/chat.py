@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import gradio as gr
 
-from treadwise.errors import ModelConfigError, redact
-from treadwise.models import available_specs, display_name
+from treadwise.errors import FriendlyError, ModelConfigError, redact
+from treadwise.models import display_name
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.web.access import Access
 from treadwise.web.export import export_files
 from treadwise.web.files import publish_png
-from treadwise.web.render import render
+from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.session import ChatSession, Turn, new_session
 from treadwise.web.turns import LazyAgent, TurnRunner
 
@@ -26,14 +28,37 @@ EXAMPLES = [
     ("Service", "Do you offer mobile tire installation in Austin?"),
     ("Lead", "I'm Ana Silva and I'd like a fleet quote. Please contact me at ana@example.com"),
 ]
+# Every update re-sends the whole conversation and Gradio checks it on its one event loop, so
+# bursts of events (fast tools, streamed words) are shown together, and running timers tick
+# once a second; the final view always follows.
 STREAM_INTERVAL_S = 0.15
+TICK_S = 1.0
+TEMPERATURE_RANGE = (0.0, 1.0)
 BUSY_WARNING = "A reply is still being written: press Stop first, or wait for it to finish."
-Outputs = tuple[Any, Any, Any, Any, Any]
+COUNT_FROM = 0.8  # the character counter appears from this share of the limit on
+# Runs in the browser on every change of the message box: no server round trip.
+COUNTER_JS = """(text) => {
+  const limit = %d, shown = %d, note = document.querySelector('#char-count .tw-count');
+  const count = [...(text || '')].length;
+  if (note) {
+    note.textContent = count >= shown ? `${count.toLocaleString('en-US')} / `
+      + `${limit.toLocaleString('en-US')} characters`
+      + (count > limit ? ': too long to send, please shorten it' : '') : '';
+    note.classList.toggle('tw-over', count > limit);
+  }
+  return [];
+}"""
+Outputs = tuple[Any, Any, Any, Any]  # chatbot, Send button, Markdown export, JSON export
 
 
-def model_choices(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """(label, spec) for the picker: the offline model, then every provider whose key is set."""
-    return [(display_name(spec), spec) for spec in available_specs(env)]
+def accept_any(component: Any) -> Any:
+    """Let a picker hand any value to the handler, which refuses a bad one in words.
+
+    Gradio's own checks (a slider's range, a radio's choices) raise an error that prints a
+    traceback in the server log for every out-of-range value sent through the API.
+    """
+    component.preprocess = lambda payload: payload  # the instance's own, before the class's
+    return component
 
 
 def model_label(spec: str) -> str:
@@ -47,172 +72,236 @@ def persona_cards(personas: Mapping[str, Persona]) -> str:
     return "\n".join(f"- **{p.name}**: {p.description}" for p in personas.values())
 
 
+def temperature_refusal(value: Any) -> str | None:
+    low, high = TEMPERATURE_RANGE
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None or math.isnan(number) or not low <= number <= high:
+        return f"The temperature must be a number from {low:g} to {high:g} (got {value!r})."
+    return None
+
+
 class ChatTab:
     """Builds the tab and handles its events; one instance serves every session."""
 
-    def __init__(self, agent: LazyAgent, settings: Settings):
+    def __init__(self, agent: LazyAgent, settings: Settings, access: Access | None = None):
         self.runner = TurnRunner(agent)
         self.settings = settings
+        self.access = access or Access(settings)
         self.personas = load_personas()
         self.plots_dir = settings.data_dir / "plots"
         self.cache_dir = ""
 
-    def build(self, env: Mapping[str, str] | None = None) -> None:
+    def build(self, demo: gr.Blocks) -> None:
         session = gr.State(new_session)
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=7, min_width=480):
+        public = self.settings.public
+        with gr.Row(equal_height=False, elem_classes="tw-chat-row"):
+            with gr.Column(scale=7, min_width=300, elem_classes="tw-conversation"):
                 chatbot = gr.Chatbot(
                     label="Conversation", show_label=False, elem_id="chat", height=600,
                     layout="bubble", buttons=["copy", "copy_all"], feedback_options=None,
                     allow_tags=False, sanitize_html=True, render_markdown=True,
+                    latex_delimiters=LATEX_DELIMITERS, group_consecutive_messages=False,
                     placeholder="**Ask TreadWise** about tires, mobile service, Smart Tread "
                                 "monitoring, or a math problem. Tool steps and plots appear "
                                 "here as the assistant works.")
                 self.cache_dir = chatbot.GRADIO_CACHE
-                with gr.Row(equal_height=True):
+                with gr.Row(equal_height=True, elem_classes="tw-compose"):
                     message = gr.Textbox(
-                        show_label=False, elem_id="message", lines=2, max_lines=8, scale=8,
+                        show_label=False, elem_id="message", lines=1, max_lines=8, scale=8,
                         autofocus=True,
                         placeholder="Type a message. Enter sends, Shift+Enter starts a new line.")
                     send = gr.Button("Send", variant="primary", elem_id="send", scale=1,
-                                     min_width=90)
+                                     min_width=80)
+                gr.HTML('<div class="tw-count" aria-live="polite"></div>', elem_id="char-count",
+                        padding=False)
                 with gr.Row(elem_classes="tw-actions"):
                     stop = gr.Button("Stop", variant="stop", size="sm", elem_id="stop")
                     retry = gr.Button("Retry", size="sm", elem_id="retry")
                     undo = gr.Button("Undo", size="sm", elem_id="undo")
-                    new = gr.Button("New conversation", size="sm", elem_id="new-chat")
-                    export_md = gr.DownloadButton("Export Markdown", size="sm",
-                                                  interactive=False, elem_id="export-md")
-                    export_json = gr.DownloadButton("Export JSON", size="sm",
-                                                    interactive=False, elem_id="export-json")
+                    new = gr.Button("New chat", size="sm", elem_id="new-chat")
+                    export_md = gr.DownloadButton("Markdown", size="sm", interactive=False,
+                                                  elem_id="export-md")
+                    export_json = gr.DownloadButton("JSON", size="sm", interactive=False,
+                                                    elem_id="export-json")
                 gr.Markdown(
                     f"Messages may be up to {self.settings.max_input_chars:,} characters; a "
                     "longer one is refused before any model sees it. Each reply takes at most "
-                    f"{MAX_ITERATIONS} reasoning steps.", elem_classes="tw-note")
+                    f"{MAX_ITERATIONS} reasoning steps. The export buttons download the "
+                    "conversation.", elem_classes="tw-note")
                 gr.Examples(examples=[[text] for _, text in EXAMPLES], inputs=[message],
                             example_labels=[f"{kind}: {text}" for kind, text in EXAMPLES],
                             label="Examples")
             with gr.Column(scale=3, min_width=280, elem_classes="tw-settings"):
-                persona = gr.Radio(
+                persona = accept_any(gr.Radio(
                     choices=[(p.name, key) for key, p in self.personas.items()],
                     value=DEFAULT_PERSONA if DEFAULT_PERSONA in self.personas
-                    else next(iter(self.personas)), label="Persona", elem_id="persona-picker")
+                    else next(iter(self.personas)), label="Persona", elem_id="persona-picker"))
                 gr.Markdown(persona_cards(self.personas), elem_classes="tw-personas")
-                model = gr.Dropdown(
-                    choices=model_choices(env), value="offline", label="Model",
-                    elem_id="model-picker",
+                model = accept_any(gr.Dropdown(
+                    choices=self._model_choices(admin=not public), value="offline",
+                    label="Model", elem_id="model-picker",
                     info="The offline model is rule-based, not an LLM. Providers appear when "
-                         "their API key is set.")
+                         "their API key is set."))
                 custom = gr.Textbox(
                     label="Or any model spec", elem_id="model-spec", max_lines=1,
-                    placeholder="provider:model, e.g. openai:gpt-4.1-mini",
+                    placeholder="provider:model, e.g. openai:gpt-4.1-mini", visible=not public,
                     info="Used instead of the list when filled in.")
-                temperature = gr.Slider(0.0, 1.0, value=0.0, step=0.05, label="Temperature",
-                                        elem_id="temperature")
+                temperature = accept_any(gr.Slider(*TEMPERATURE_RANGE, value=0.0, step=0.05,
+                                                   label="Temperature", elem_id="temperature"))
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
-        outputs = [chatbot, message, session, export_md, export_json]
+        outputs = [chatbot, send, export_md, export_json]
         turn_inputs = [session, persona, model, custom, temperature]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
-        turn = {"outputs": outputs, "show_progress": "minimal", "concurrency_id": "chat-turn"}
-        message.submit(self.send, [message, *turn_inputs], api_name="send", **turn)
-        send.click(self.send, [message, *turn_inputs], api_visibility="private", **turn)
+        turn = {"outputs": outputs, "show_progress": "hidden", "concurrency_id": "chat-turn"}
+        for trigger in (message.submit, send.click):
+            private = {"api_visibility": "private"} if trigger == send.click else {}
+            trigger(self.send, [message, *turn_inputs], **turn,
+                    **(private or {"api_name": "send"}))
+            # Empties the box as the message leaves (it stays when it cannot be sent).
+            trigger(self.clear_box, [message, session], [message], queue=False,
+                    show_progress="hidden", api_visibility="private")
         retry.click(self.retry, turn_inputs, api_name="retry", **turn)
-        undo.click(self.undo, [session], outputs, api_name="undo")
-        new.click(self.new_conversation, [session], outputs, api_name="new_conversation")
+        page = [chatbot, message, send, export_md, export_json]
+        undo.click(self.undo, [session], page, api_name="undo")
+        new.click(self.new_conversation, [session], page, api_name="new_conversation")
         # The chatbot's own trash button must clear the memory too, not just the view.
-        chatbot.clear(self.new_conversation, [session], outputs, api_visibility="private")
+        chatbot.clear(self.new_conversation, [session], page, api_visibility="private")
         stop.click(self.stop, [session], None, api_name="stop", queue=False)
+        limit = self.settings.max_input_chars
+        message.change(None, [message], None, js=COUNTER_JS % (limit, int(limit * COUNT_FROM)))
+        if public:
+            demo.load(self.personalise, None, [custom], api_visibility="private")
 
-    def send(self, message: str, session: ChatSession, persona: str, model: str,
-             custom: str, temperature: float) -> Iterator[Outputs]:
-        if not (message or "").strip():
-            yield gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+    def _model_choices(self, admin: bool) -> list[tuple[str, str]]:
+        return [(model_label(spec), spec) for spec in self.access.model_choices(admin)]
+
+    def personalise(self, request: gr.Request) -> Any:
+        """On a public page, a signed-in admin may name any model in the custom spec field."""
+        return gr.Textbox(visible=True) if self.access.is_admin(request) else gr.skip()
+
+    def clear_box(self, message: str, session: ChatSession) -> Any:
+        if session.running:
+            gr.Warning(BUSY_WARNING)
+            return gr.skip()
+        if len(message or "") > self.settings.max_input_chars:
+            return gr.skip()  # refused: the text stays, to be shortened
+        return ""
+
+    def send(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
+             temperature: float, request: gr.Request) -> Iterator[Outputs]:
+        if not (message or "").strip() or session.running:
+            yield self._view(session)
             return
-        yield from self._turn(message, session, persona, model, custom, temperature)
+        yield from self._turn(message, session, persona, model, custom, temperature, request)
 
     def retry(self, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float) -> Iterator[Outputs]:
+              temperature: float, request: gr.Request) -> Iterator[Outputs]:
         """Send the last message again, with the persona and model picked now."""
         if session.running or not session.turns:
             if session.running:
                 gr.Warning(BUSY_WARNING)
-            yield gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+            yield self._view(session)
             return
         last = session.turns.pop()
         self.runner.undo(last, session.thread_id)
-        yield from self._turn(last.user, session, persona, model, custom, temperature,
-                              clear_input=False)
+        yield from self._turn(last.user, session, persona, model, custom, temperature, request)
 
-    def undo(self, session: ChatSession) -> Outputs:
+    def undo(self, session: ChatSession) -> tuple[Any, ...]:
         """Forget the last turn and put its message back in the box for editing."""
         if session.running or not session.turns:
             if session.running:
                 gr.Warning(BUSY_WARNING)
-            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+            return (gr.skip(),) * 5
         last = session.turns.pop()
         self.runner.undo(last, session.thread_id)
-        return self._view(session, message=last.user, exports=True)
+        chatbot, send, *exports = self._view(session, final=True)
+        return chatbot, last.user, send, *exports
 
-    def new_conversation(self, session: ChatSession) -> Outputs:
+    def new_conversation(self, session: ChatSession) -> tuple[Any, ...]:
         session.reset()
-        return self._view(session, message="", exports=True)
+        chatbot, send, *exports = self._view(session, final=True)
+        return chatbot, "", send, *exports
 
     def stop(self, session: ChatSession) -> None:
         session.stop()
 
+    def _refusal(self, session: ChatSession, persona: str, spec: str, temperature: Any,
+                 request: gr.Request) -> str | None:
+        """Why this turn is not run at all, in words (None: run it)."""
+        if rate := self.access.rate_refusal(session.key, request):
+            return rate
+        if persona not in self.personas:
+            names = ", ".join(self.personas)
+            return f"There is no persona {persona!r}; pick one of {names}."
+        return temperature_refusal(temperature) or self.access.model_refusal(spec, request)
+
     def _turn(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float, clear_input: bool = True) -> Iterator[Outputs]:
-        spec = (custom or "").strip() or model or "offline"
+              temperature: Any, request: gr.Request) -> Iterator[Outputs]:
+        spec = redact((custom or "").strip() or model or "offline")
         known = self.personas.get(persona)
-        turn = Turn(user=message, persona=persona, persona_name=known.name if known else persona,
-                    spec=spec, model=model_label(spec), temperature=float(temperature or 0.0))
+        turn = Turn(user=message, persona=persona,
+                    persona_name=known.name if known else str(persona), spec=spec,
+                    model=model_label(spec),
+                    temperature=0.0 if temperature_refusal(temperature) else float(temperature))
         session.turns.append(turn)
-        yield self._view(session, message="" if clear_input else None)
-        shown = time.monotonic()
-        # treadwise.agent pulls in LangGraph: imported when a turn runs, not when the page builds.
-        from treadwise.agent import TurnFinished
+        refusal = self._refusal(session, persona, spec, temperature, request)
+        if refusal is not None:
+            turn.failure, turn.status = FriendlyError("input_rejected", refusal), "error"
+            yield self._view(session, final=True)
+            return
+        yield self._view(session, running=True)
+        yield from self._follow(turn, session)
+        yield self._view(session, final=True)
 
-        for event in self.runner.stream(turn, session.thread_id, message, persona=persona,
-                                        model=spec, temperature=turn.temperature):
-            self._apply(turn, event)
-            # Every update re-sends the whole conversation, so bursts of events (fast tools,
-            # streamed words) are shown together; the final view below always follows.
-            if not isinstance(event, TurnFinished) and \
-                    time.monotonic() - shown >= STREAM_INTERVAL_S:
-                shown = time.monotonic()
-                yield self._view(session)
-        if turn.running:
-            turn.status = "stopped"
-        yield self._view(session, exports=True)
+    def _follow(self, turn: Turn, session: ChatSession) -> Iterator[Outputs]:
+        """Apply the turn's events as they come, showing them at a steady pace."""
+        shown, dirty = time.monotonic(), False
+        events = self.runner.stream(turn, session.thread_id, turn.user, persona=turn.persona,
+                                    model=turn.spec, temperature=turn.temperature)
+        try:
+            for event in events:
+                if event is not None:
+                    dirty = self._apply(turn, event) or dirty
+                since = time.monotonic() - shown
+                if (dirty and since >= STREAM_INTERVAL_S) or (turn.running and since >= TICK_S):
+                    shown, dirty = time.monotonic(), False
+                    yield self._view(session)
+        finally:
+            if turn.running:
+                turn.status = "stopped"
 
-    def _apply(self, turn: Turn, event: Any) -> None:
+    def _apply(self, turn: Turn, event: Any) -> bool:
+        """Take in one event; True when the page should show it before the turn ends."""
         from treadwise.agent import TextDelta, ToolFinished, ToolStarted, TurnFinished
 
-        if isinstance(event, TextDelta):
+        if isinstance(event, FriendlyError):  # the turn failed outside the agent's care
+            turn.failure, turn.status = event, "error"
+        elif isinstance(event, TextDelta):
+            if turn.first_token_s is None:
+                turn.first_token_s = time.time() - (turn.began or turn.started)
             turn.streamed += event.text
             turn.answer = redact(turn.streamed)  # the final answer comes redacted; so must this
         elif isinstance(event, ToolStarted | ToolFinished):
             if all(step is not event.step for step in turn.steps):
                 turn.steps.append(event.step)
+                turn.step_started[event.step.id] = time.time()
                 turn.streamed = turn.answer = ""  # text before a tool call was a preamble
             if isinstance(event, ToolFinished):
                 self._publish(turn, event.step)
         elif isinstance(event, TurnFinished):
-            result = event.result
-            turn.steps = list(result.tool_calls) or turn.steps
-            for step in turn.steps:
-                self._publish(turn, step)
-            turn.answer = result.answer
-            turn.latency_s = result.latency_s
-            turn.usage = dict(result.usage)
-            turn.stopped_by_cap = result.stopped_by_cap
-            if result.error is not None:
-                turn.status, turn.error_type, turn.error = ("error", result.error.type,
-                                                            result.error.message)
-            else:
-                turn.status = "done"
+            self._finish(turn, event.result)
+            return False
+        return True
+
+    def _finish(self, turn: Turn, result: Any) -> None:
+        turn.result = result
+        turn.steps = list(result.tool_calls) or turn.steps
+        for step in turn.steps:
+            self._publish(turn, step)
+        turn.answer = result.answer
+        turn.status = "error" if result.error is not None else "done"
 
     def _publish(self, turn: Turn, step: Any) -> None:
         if step.id in turn.plots or not step.artifacts:
@@ -220,17 +309,16 @@ class ChatTab:
         paths = [publish_png(a, self.plots_dir, self.cache_dir) for a in step.artifacts]
         turn.plots[step.id] = [p for p in paths if p]
 
-    def _view(self, session: ChatSession, *, message: str | None = None,
-              exports: bool = False) -> Outputs:
-        downloads: tuple[Any, Any] = (gr.skip(), gr.skip())
-        if exports:
-            finished = [t for t in session.turns if not t.running]
-            if finished:
-                md, js = export_files(session, self.cache_dir)
-                downloads = (gr.DownloadButton(value=md, interactive=True),
-                             gr.DownloadButton(value=js, interactive=True))
-            else:
-                downloads = (gr.DownloadButton(value=None, interactive=False),
-                             gr.DownloadButton(value=None, interactive=False))
-        text = gr.skip() if message is None else message
-        return render(session.turns), text, session, *downloads
+    def _view(self, session: ChatSession, *, running: bool = False,
+              final: bool = False) -> Outputs:
+        """The page's outputs. A component's look (enabled or not) costs Gradio a rebuild of
+        its config on its event loop, so updates in between send plain values only."""
+        send: Any = gr.Button(interactive=False) if running else "Send"
+        exports: tuple[Any, Any] = session.exports
+        if final:
+            finished = any(not t.running for t in session.turns)
+            session.exports = export_files(session, self.cache_dir) if finished else (None, None)
+            send = gr.Button(interactive=True)
+            exports = (gr.DownloadButton(value=session.exports[0], interactive=finished),
+                       gr.DownloadButton(value=session.exports[1], interactive=finished))
+        return render(session.turns), send, *exports
