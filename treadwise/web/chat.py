@@ -48,6 +48,16 @@ COUNTER_JS = """(text) => {
   }
   return [];
 }"""
+# A message sent while a reply runs is not sent (Send is disabled, Enter ignored): say so.
+BUSY_JS = """() => {
+  const note = document.querySelector('#char-count .tw-busy');
+  if (note && document.querySelector('#send')?.disabled) {
+    note.textContent = '%s';
+    clearTimeout(note.hideTimer);
+    note.hideTimer = setTimeout(() => { note.textContent = ''; }, 5000);
+  }
+  return [];
+}"""
 Outputs = tuple[Any, Any, Any, Any]  # chatbot, Send button, Markdown export, JSON export
 
 
@@ -112,7 +122,8 @@ class ChatTab:
                         placeholder="Type a message. Enter sends, Shift+Enter starts a new line.")
                     send = gr.Button("Send", variant="primary", elem_id="send", scale=1,
                                      min_width=80)
-                gr.HTML('<div class="tw-count" aria-live="polite"></div>', elem_id="char-count",
+                gr.HTML('<div class="tw-count" aria-live="polite"></div>'
+                        '<div class="tw-busy" role="status"></div>', elem_id="char-count",
                         padding=False)
                 with gr.Row(elem_classes="tw-actions"):
                     stop = gr.Button("Stop", variant="stop", size="sm", elem_id="stop")
@@ -154,15 +165,14 @@ class ChatTab:
         outputs = [chatbot, send, export_md, export_json]
         turn_inputs = [session, persona, model, custom, temperature]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
-        turn = {"outputs": outputs, "show_progress": "hidden", "concurrency_id": "chat-turn"}
+        turn = {"show_progress": "hidden", "concurrency_id": "chat-turn"}
+        message.submit(self.send, [message, *turn_inputs], [chatbot, message, *outputs[1:]],
+                       api_name="send", **turn)
+        send.click(self.send, [message, *turn_inputs], [chatbot, message, *outputs[1:]],
+                   api_visibility="private", **turn)
         for trigger in (message.submit, send.click):
-            private = {"api_visibility": "private"} if trigger == send.click else {}
-            trigger(self.send, [message, *turn_inputs], **turn,
-                    **(private or {"api_name": "send"}))
-            # Empties the box as the message leaves (it stays when it cannot be sent).
-            trigger(self.clear_box, [message, session], [message], queue=False,
-                    show_progress="hidden", api_visibility="private")
-        retry.click(self.retry, turn_inputs, api_name="retry", **turn)
+            trigger(None, None, None, js=BUSY_JS % BUSY_WARNING, trigger_mode="multiple")
+        retry.click(self.retry, turn_inputs, outputs, api_name="retry", **turn)
         page = [chatbot, message, send, export_md, export_json]
         undo.click(self.undo, [session], page, api_name="undo")
         new.click(self.new_conversation, [session], page, api_name="new_conversation")
@@ -181,20 +191,21 @@ class ChatTab:
         """On a public page, a signed-in admin may name any model in the custom spec field."""
         return gr.Textbox(visible=True) if self.access.is_admin(request) else gr.skip()
 
-    def clear_box(self, message: str, session: ChatSession) -> Any:
-        if session.running:
-            gr.Warning(BUSY_WARNING)
-            return gr.skip()
-        if len(message or "") > self.settings.max_input_chars:
-            return gr.skip()  # refused: the text stays, to be shortened
-        return ""
-
     def send(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
-             temperature: float, request: gr.Request) -> Iterator[Outputs]:
+             temperature: float, request: gr.Request) -> Iterator[tuple[Any, ...]]:
+        """Run a turn for the message, emptying the box as it leaves. Later updates skip the
+        box (every value sent resets it), so what the user types meanwhile stays."""
         if not (message or "").strip() or session.running:
-            yield self._view(session)
+            chatbot, *rest = self._view(session)
+            yield chatbot, gr.skip(), *rest  # not sent: the page says so (BUSY_JS)
             return
-        yield from self._turn(message, session, persona, model, custom, temperature, request)
+        box: Any = ""
+        if len(message) > self.settings.max_input_chars:
+            box = gr.skip()  # refused: the text stays, to be shortened
+        for final, (chatbot, *rest) in self._turn(message, session, persona, model, custom,
+                                                  temperature, request):
+            yield chatbot, gr.skip() if final else box, *rest
+            box = gr.skip()
 
     def retry(self, session: ChatSession, persona: str, model: str, custom: str,
               temperature: float, request: gr.Request) -> Iterator[Outputs]:
@@ -206,7 +217,9 @@ class ChatTab:
             return
         last = session.turns.pop()
         self.runner.undo(last, session.thread_id)
-        yield from self._turn(last.user, session, persona, model, custom, temperature, request)
+        for _, outputs in self._turn(last.user, session, persona, model, custom, temperature,
+                                     request):
+            yield outputs
 
     def undo(self, session: ChatSession) -> tuple[Any, ...]:
         """Forget the last turn and put its message back in the box for editing."""
@@ -238,7 +251,8 @@ class ChatTab:
         return temperature_refusal(temperature) or self.access.model_refusal(spec, request)
 
     def _turn(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: Any, request: gr.Request) -> Iterator[Outputs]:
+              temperature: Any, request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
+        """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
         spec = redact((custom or "").strip() or model or "offline")
         known = self.personas.get(persona)
         turn = Turn(user=message, persona=persona,
@@ -249,14 +263,14 @@ class ChatTab:
         refusal = self._refusal(session, persona, spec, temperature, request)
         if refusal is not None:
             turn.failure, turn.status = FriendlyError("input_rejected", refusal), "error"
-            yield self._view(session, final=True)
-            return
-        yield self._view(session, running=True)
-        yield from self._follow(turn, session)
-        yield self._view(session, final=True)
+        else:
+            yield False, self._view(session, running=True)
+            for _ in self._follow(turn, session):
+                yield False, self._view(session)
+        yield True, self._view(session, final=True)
 
-    def _follow(self, turn: Turn, session: ChatSession) -> Iterator[Outputs]:
-        """Apply the turn's events as they come, showing them at a steady pace."""
+    def _follow(self, turn: Turn, session: ChatSession) -> Iterator[None]:
+        """Apply the turn's events as they come; yield when the page should show them."""
         shown, dirty = time.monotonic(), False
         events = self.runner.stream(turn, session.thread_id, turn.user, persona=turn.persona,
                                     model=turn.spec, temperature=turn.temperature)
@@ -267,7 +281,7 @@ class ChatTab:
                 since = time.monotonic() - shown
                 if (dirty and since >= STREAM_INTERVAL_S) or (turn.running and since >= TICK_S):
                     shown, dirty = time.monotonic(), False
-                    yield self._view(session)
+                    yield
         finally:
             if turn.running:
                 turn.status = "stopped"

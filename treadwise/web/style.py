@@ -18,7 +18,8 @@ CSS = """
 .tw-actions button { min-width: 0; white-space: nowrap; flex: 1 1 auto; }
 #char-count .tw-count { font-size: var(--text-sm); color: var(--body-text-color-subdued);
                         text-align: right; }
-#char-count .tw-count:empty { display: none; }
+#char-count .tw-count:empty, #char-count .tw-busy:empty { display: none; }
+#char-count .tw-busy { font-size: var(--text-sm); color: var(--body-text-color-subdued); }
 #char-count .tw-count.tw-over { color: var(--error-text-color); font-weight: 600; }
 /* Small screens: the persona and model pickers come first, above the conversation. */
 @media (max-width: 720px) {
