@@ -119,10 +119,10 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(page):
 
 def test_math_is_shown_as_written_in_questions_and_answers(page):
     box(page).fill("what is the derivative of sin(x)*x^2")
-    box(page).press("Enter")
+    page.locator("#send").click()
     answer = wait_for_reply(page, 1)
     box(page).fill("sin(x)^7*cos(x)^5*exp(x) and 2**10 and a_b_c")
-    box(page).press("Enter")
+    page.locator("#send").click()
     wait_for_reply(page, 2)
     assert bubbles(page, "user") == ["what is the derivative of sin(x)*x^2",
                                      "sin(x)^7*cos(x)^5*exp(x) and 2**10 and a_b_c"]
@@ -137,7 +137,7 @@ def test_math_is_shown_as_written_in_questions_and_answers(page):
 def test_a_slow_reply_shows_a_sign_of_life_at_once_then_its_step_with_a_timer(page):
     use_model(page, "slow")
     box(page).fill("Wait for me")
-    box(page).press("Enter")
+    page.locator("#send").click()
     # Before any tool step exists, the reply shows a pending indicator.
     page.get_by_text("Thinking\u2026").first.wait_for()
     assert page.get_by_text("Tool: wait").count() == 0
@@ -173,7 +173,7 @@ def test_an_over_long_message_stays_in_the_box_with_a_counter(page):
     box(page).fill(LONG)
     assert counter.inner_text() == ("4,200 / 4,000 characters: too long to send, please "
                                     "shorten it")
-    box(page).press("Enter")
+    page.locator("#send").click()
     assert "Message not sent" in wait_for_reply(page, 1)
     assert box(page).input_value() == LONG
     box(page).fill("Short now")
@@ -186,7 +186,7 @@ def test_stop_and_retry_leave_no_error_in_the_server_log(page, app,
     question = "Wait for me, then once more"
     use_model(page, "slow")
     box(page).fill(question)
-    box(page).press("Enter")
+    page.locator("#send").click()
     page.get_by_text("Tool: wait").first.wait_for()
     page.locator("#stop").click()
     assert "Stopped. This reply was discarded" in wait_for_reply(page, 1)
@@ -203,7 +203,7 @@ def test_stop_and_retry_leave_no_error_in_the_server_log(page, app,
 
 def test_a_plot_reply_names_no_file_and_can_be_copied(page):
     box(page).fill("plot x^3 from -2 to 2")
-    box(page).press("Enter")
+    page.locator("#send").click()
     answer = wait_for_reply(page, 1)
     page.locator("#chat img[src*='area-']").first.wait_for()
     assert ".png" not in answer and "area-" not in answer
@@ -249,7 +249,7 @@ def test_tokens_appear_as_a_real_model_streams_them(page, monkeypatch: pytest.Mo
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test-key")
         use_model(page, "openai:gpt-4o-mini")
         box(page).fill("Do you come to my office?")
-        box(page).press("Enter")
+        page.locator("#send").click()
         # Part of the answer is on the page while the rest is still on its way.
         page.wait_for_function("""() => [...document.querySelectorAll(
             '#chat [data-testid="bot"]')].some(m => m.innerText.includes('mobile crews')
