@@ -136,3 +136,20 @@ def test_streamed_text_is_redacted_as_it_arrives(monkeypatch):
         tab._apply(shown, TextDelta(piece))
     assert "live-secret-value-42" not in shown.answer and "sk-abcdefghijkl123" not in shown.answer
     assert shown.answer.count("[redacted]") == 2
+
+
+def test_math_reads_as_written_in_the_chat_and_in_the_markdown_export():
+    markdown_it = __import__("pytest").importorskip("markdown_it")
+    html = markdown_it.MarkdownIt("commonmark").render
+    question = "sin(x)^7*cos(x)^5*exp(x) and a_b_c, [1, 2] # not a heading"
+    answer = "**Result:** d/dx [x^2*sin(x)] = x*(x*cos(x) + 2*sin(x)), and `a*b*c` as code."
+    done = turn(user=question, status="done", answer=answer, result=result())
+    session = ChatSession(thread_id="t-1")
+    session.turns = [done]
+    shown = render([done])
+    exported = html(conversation_markdown(session))
+    for text in (html(shown[0]["content"]), exported):
+        assert "sin(x)^7*cos(x)^5*exp(x) and a_b_c, [1, 2] # not a heading" in text
+    for text in (html(shown[-1]["content"]), exported):
+        assert "<strong>Result:</strong> d/dx [x^2*sin(x)] = x*(x*cos(x) + 2*sin(x))" in text
+        assert "<code>a*b*c</code>" in text and "<em>" not in text
