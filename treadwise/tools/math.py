@@ -11,7 +11,6 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from treadwise.safemath import MathEngine, MathInputError, get_engine
 from treadwise.tools import ToolContext
 
-
 PLOT_NOTE = "The shaded area is drawn in the attached plot."
 
 

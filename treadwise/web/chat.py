@@ -33,6 +33,7 @@ EXAMPLES = [
 # once a second; the final view always follows.
 STREAM_INTERVAL_S = 0.15
 TICK_S = 1.0
+BACKOFF = 4  # an update that took t to go out is followed by the next after 4 t at least
 TEMPERATURE_RANGE = (0.0, 1.0)
 BUSY_WARNING = "A reply is still being written: press Stop first, or wait for it to finish."
 COUNT_FROM = 0.8  # the character counter appears from this share of the limit on
@@ -271,7 +272,7 @@ class ChatTab:
 
     def _follow(self, turn: Turn, session: ChatSession) -> Iterator[None]:
         """Apply the turn's events as they come; yield when the page should show them."""
-        shown, dirty = time.monotonic(), False
+        shown, dirty, interval = time.monotonic(), False, STREAM_INTERVAL_S
         events = self.runner.stream(turn, session.thread_id, turn.user, persona=turn.persona,
                                     model=turn.spec, temperature=turn.temperature)
         try:
@@ -279,9 +280,14 @@ class ChatTab:
                 if event is not None:
                     dirty = self._apply(turn, event) or dirty
                 since = time.monotonic() - shown
-                if (dirty and since >= STREAM_INTERVAL_S) or (turn.running and since >= TICK_S):
-                    shown, dirty = time.monotonic(), False
+                if (dirty and since >= interval) or (turn.running and
+                                                     since >= max(TICK_S, interval)):
+                    before = time.monotonic()
                     yield
+                    # Gradio resumes this turn once the update is out; when that takes long
+                    # the server is busy, so the next updates come less often.
+                    shown, dirty = time.monotonic(), False
+                    interval = max(STREAM_INTERVAL_S, BACKOFF * (shown - before))
         finally:
             if turn.running:
                 turn.status = "stopped"
@@ -328,11 +334,13 @@ class ChatTab:
         """The page's outputs. A component's look (enabled or not) costs Gradio a rebuild of
         its config on its event loop, so updates in between send plain values only."""
         send: Any = gr.Button(interactive=False) if running else "Send"
-        exports: tuple[Any, Any] = session.exports
+        # Gradio checks every file of every update on its event loop: the exports wait for
+        # the end of the turn (they are written then anyway).
+        exports: tuple[Any, Any] = (None, None)
         if final:
             finished = any(not t.running for t in session.turns)
-            session.exports = export_files(session, self.cache_dir) if finished else (None, None)
+            paths = export_files(session, self.cache_dir) if finished else (None, None)
             send = gr.Button(interactive=True)
-            exports = (gr.DownloadButton(value=session.exports[0], interactive=finished),
-                       gr.DownloadButton(value=session.exports[1], interactive=finished))
+            exports = (gr.DownloadButton(value=paths[0], interactive=finished),
+                       gr.DownloadButton(value=paths[1], interactive=finished))
         return render(session.turns), send, *exports

@@ -75,7 +75,6 @@ class ChatSession:
 
     thread_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     turns: list[Turn] = field(default_factory=list)
-    exports: tuple[str | None, str | None] = (None, None)  # Markdown and JSON download paths
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # for the rate limit
 
     @property
