@@ -299,8 +299,6 @@ class ChatTab:
         if isinstance(event, FriendlyError):  # the turn failed outside the agent's care
             turn.failure, turn.status = event, "error"
         elif isinstance(event, TextDelta):
-            if turn.first_token_s is None:
-                turn.first_token_s = time.time() - (turn.began or turn.started)
             turn.streamed += event.text
             turn.answer = redact(turn.streamed)  # the final answer comes redacted; so must this
         elif isinstance(event, ToolStarted | ToolFinished):

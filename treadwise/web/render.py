@@ -38,6 +38,7 @@ ERROR_HEADINGS = {
 }
 STOPPED_NOTE = "Stopped. This reply was discarded, so the assistant will not remember it."
 MAX_PREVIEW_CHARS = 1500
+STREAMED = 0.8  # the first token came before this share of the turn's time had passed
 
 
 def safe_markdown(text: str) -> str:
@@ -101,10 +102,13 @@ def preview(text: str, limit: int = MAX_PREVIEW_CHARS) -> str:
 
 def footer(turn: Turn) -> str:
     parts = [turn.persona_name, turn.model]
-    if turn.first_token_s is not None:
+    latency = turn.result.latency_s if turn.result is not None else None
+    # Worth a mention when the answer streamed in while the turn went on, not when the
+    # first words came with the last (a rule-based or non-streaming reply).
+    if turn.first_token_s is not None and latency and turn.first_token_s < STREAMED * latency:
         parts.append(f"first token {turn.first_token_s:.1f} s")
-    if turn.result is not None:
-        parts.append(f"{turn.result.latency_s:.1f} s")
+    if latency is not None:
+        parts.append(f"{latency:.1f} s")
     label = " \u00b7 ".join(html.escape(p, quote=True) for p in parts)
     return f'<span class="tw-footer">{label}</span>'
 

@@ -34,7 +34,7 @@ class Turn:
     step_started: dict[str, float] = field(default_factory=dict)  # step id -> time.time()
     plots: dict[str, list[str]] = field(default_factory=dict)  # step id -> cached PNG paths
     began: float | None = None  # when the agent started on it (after any queueing)
-    first_token_s: float | None = None  # from `began`, as the result's latency is
+    first_token_s: float | None = None  # from `began`, as the result's latency is timed
     result: TurnResult | None = None
     # Why the turn failed when the agent could not even produce a result (or it was refused).
     failure: FriendlyError | None = None

@@ -123,7 +123,7 @@ class TurnRunner:
 
     def _run(self, turn: Turn, thread_id: str, message: str, options: dict[str, Any],
              events: queue.SimpleQueue[Any]) -> None:
-        from treadwise.agent import TurnFinished
+        from treadwise.agent import TextDelta, TurnFinished
 
         if turn.stop_requested:
             return  # stopped while waiting for the thread's previous turn
@@ -136,6 +136,8 @@ class TurnRunner:
                     return
                 if turn.stop_requested:
                     return
+                if isinstance(event, TextDelta) and turn.first_token_s is None:
+                    turn.first_token_s = time.time() - turn.began  # timed as the agent times
                 events.put(event)
 
     def undo(self, turn: Turn, thread_id: str) -> None:
