@@ -15,9 +15,9 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.fakes import ScriptedModel
-from treadwise.agent.graph import build_graph
 from treadwise.agent.prompts import build_system_prompt
 from treadwise.agent.state import TurnContext
+from treadwise.agent.strategies.react import build_graph
 from treadwise.personas import get_persona
 
 TURNS = 100

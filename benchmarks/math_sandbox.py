@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.math_problems import PROBLEMS
 from treadwise.safemath import MathEngine
-from treadwise.safemath.engine import run_job
+from treadwise.safemath.jobs import run_job
 
 ROUNDS = 5
 GOAL = 1.5

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from treadwise.emails import find_emails
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MIN_PNG_BYTES = 1000
 NUMBER_RE = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?",
                        re.IGNORECASE)
-EMAIL_RE = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
 ANY_TURN = "all"
 LAST_TURN = "last"
 
@@ -329,7 +330,7 @@ def max_leads(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
 @check("leads_from_user")
 def leads_from_user(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """Every stored lead's e-mail is one the user typed in this conversation."""
-    typed = {e.casefold() for m in outcome.messages for e in EMAIL_RE.findall(m)}
+    typed = {e.casefold() for m in outcome.messages for e in find_emails(m)}
     foreign = [lead["email"] for lead in outcome.leads() if lead["email"].casefold() not in typed]
     if foreign:
         return False, f"stored address(es) the user never typed: {', '.join(foreign)}"

@@ -11,6 +11,7 @@ from typing import Any
 from experiments.results import RESULTS_FILE, complete_text
 from experiments.runs import REPORT_FILE, read_meta
 from experiments.stats import mcnemar_exact, percentile, wilson
+from treadwise.models.registry import label as model_label
 
 SUMMARY_FILE = "summary.csv"
 EFFECTS_FILE = "effects.csv"
@@ -18,7 +19,6 @@ CHARTS_DIR = "charts"
 CELL = ["persona", "model_spec", "temperature", "variation"]
 FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
                   "variation": "variation"}
-OFFLINE_LABEL = "offline (rule-based)"
 NUMERIC = ("repeat", "temperature", "checks_passed", "checks_total", "latency_s", "model_calls",
            "iterations", "tool_errors", "artifacts", "input_tokens", "output_tokens", "cost_usd",
            "response_chars", "response_words")
@@ -26,11 +26,6 @@ NUMERIC = ("repeat", "temperature", "checks_passed", "checks_total", "latency_s"
 
 class ReportError(ValueError):
     """A run folder cannot be reported on (no results yet)."""
-
-
-def model_label(spec: str) -> str:
-    """How a model is named in tables and charts; the offline model says it is rule-based."""
-    return OFFLINE_LABEL if spec in ("offline", "") else spec
 
 
 def load_results(run_dir: Path) -> Any:

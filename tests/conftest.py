@@ -11,7 +11,8 @@ import pytest
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 CLEARED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
            "TREADWISE_GEMINI_BASE_URL", "TREADWISE_MODEL", "TREADWISE_AUTH",
-           "TREADWISE_MCP_CONFIG", "TREADWISE_PERSONAS_DIR", "ANTHROPIC_API_KEY")
+           "TREADWISE_MCP_CONFIG", "TREADWISE_PERSONAS_DIR", "ANTHROPIC_API_KEY",
+           "TAVILY_API_KEY", "TREADWISE_TAVILY_BASE_URL")
 
 for _name in CLEARED:
     os.environ.pop(_name, None)
@@ -58,3 +59,29 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """One throw-away PostgreSQL cluster for the whole session, started on first use.
+
+    No PostgreSQL here is a failure saying how to install it, never a silent skip.
+    """
+    from tests.postgres import start_cluster
+
+    try:
+        cluster = start_cluster()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def database_url(postgres_cluster):
+    """A fresh, empty database on the session's cluster; this process's pools closed after."""
+    url = postgres_cluster.database()
+    yield url
+    from treadwise.storage.postgres import close_pools
+
+    close_pools()

@@ -217,6 +217,20 @@ class GeminiServer(LoopbackServer):
         self.send_json(handler, 200, payload, reply.headers)
 
 
+class TavilyServer(LoopbackServer):
+    """Speaks Tavily's POST /search: the brain's Reply.body is the JSON answer."""
+
+    def respond(self, handler: BaseHTTPRequestHandler, request: dict[str, Any],
+                reply: Reply) -> None:
+        if reply.status != 200:
+            self.send_json(handler, reply.status, {"detail": {"error": "scripted failure"}},
+                           reply.headers)
+            return
+        body = reply.body if reply.body is not None else {"results": []}
+        self.send_json(handler, 200, {"query": request.get("query", ""), "images": [],
+                                      "response_time": 0.01, **body}, reply.headers)
+
+
 def tool_then_answer(tool: str, args: dict[str, Any]) -> Brain:
     """Ask for one tool call, then answer with the tool's result."""
 

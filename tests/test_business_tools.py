@@ -22,7 +22,8 @@ from treadwise.tools import ToolContext, get_tools
 BUSINESS_TOOLS = {"get_business_info", "get_tire_recommendation", "check_service_availability",
                   "record_customer_interest", "record_feedback"}
 SECTIONS = ["overview", "services", "mobile_installation", "smart_tread", "fleet", "recycling",
-            "areas_served", "hours", "warranty", "pricing", "contact"]
+            "areas_served", "hours", "warranty", "tire_pressure", "maintenance", "punctures",
+            "pricing", "contact"]
 CATALOGUE = load_tire_catalogue()
 COVERAGE = load_coverage()
 
@@ -175,9 +176,27 @@ def test_a_service_not_offered_there_names_the_nearest_city(tools: dict) -> None
 
 def test_an_unserved_city_lists_the_served_ones(tools: dict) -> None:
     answer = tools["check_service_availability"].invoke(
-        {"location": "Boston", "service_type": "rotation"})
-    assert answer.startswith("We don't serve 'Boston' yet.")
+        {"location": "Smallville", "service_type": "rotation"})
+    assert answer.startswith("We don't serve 'Smallville' yet.")
     assert all(city in answer for city in profile.known_cities())
+
+
+def test_a_known_unserved_place_names_the_nearest_served_cities(tools: dict) -> None:
+    answer = tools["check_service_availability"].invoke(
+        {"location": "do you come to boulder?", "service_type": "tire rotation"})
+    assert answer.startswith("We don't serve Boulder (Colorado) yet. The nearest cities we "
+                             "serve for tire rotation: Denver (about 24 miles away) and ")
+    assert all(city in answer for city in profile.known_cities())
+    anchorage = tools["check_service_availability"].invoke(
+        {"location": "Anchorage", "service_type": "mobile installation"})
+    assert "Denver (about 2,395 miles away)" in anchorage
+
+
+def test_any_service_lists_what_a_city_offers(tools: dict) -> None:
+    answer = tools["check_service_availability"].invoke({"location": "Tucson",
+                                                         "service_type": "any"})
+    assert answer == ("Yes, we serve Tucson: mobile installation (next slot in 3-5 days), tire "
+                      "rotation (next slot in 3-5 days), puncture repair (next slot in 1-2 days).")
 
 
 def test_an_unknown_service_lists_the_services(tools: dict) -> None:
@@ -190,6 +209,17 @@ def test_an_unknown_service_lists_the_services(tools: dict) -> None:
 def test_areas_served_matches_the_coverage_table() -> None:
     areas = " ".join(load_business_profile().sections["areas_served"].facts)
     assert all(city in areas for city in profile.known_cities())
+
+
+def test_a_corrected_address_moves_the_lead(tools: dict, context: ToolContext) -> None:
+    record = tools["record_customer_interest"]
+    record.invoke({"email": "ana@fleetco.com", "name": "Ana", "message": "fleet pricing"})
+    answer = record.invoke({"email": "ana@fleet-co.com", "name": "Ana",
+                            "message": "fleet pricing", "replaces": "ana@fleetco.com"})
+    assert answer == ("Updated: we'll contact ana@fleet-co.com instead of ana@fleetco.com "
+                      "about fleet pricing.")
+    assert [(lead["email"], lead["message"]) for lead in context.store.leads()] == [
+        ("ana@fleet-co.com", "fleet pricing")]
 
 
 def test_record_customer_interest_saves_once(tools: dict, context: ToolContext) -> None:

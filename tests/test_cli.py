@@ -54,9 +54,9 @@ def test_a_second_process_sees_the_first_turn_of_its_thread(data_dir):
     second = chat_json("--thread", "T1", "Sure, it's ana@fleetco.com")
     lead = next(c for c in second["tool_calls"] if c["name"] == "record_customer_interest")
     assert "fleet services" in lead["args"]["message"]
+    # Another thread knows nothing of that request: an address alone is confirmed first.
     other = chat_json("--thread", "T2", "Sure, it's bo@fleetco.com")
-    lead = next(c for c in other["tool_calls"] if c["name"] == "record_customer_interest")
-    assert "fleet services" not in lead["args"]["message"]
+    assert other["tool_calls"] == [] and "bo@fleetco.com" in other["answer"]
 
 
 def test_with_no_key_the_default_model_is_offline_and_labelled():
@@ -129,3 +129,27 @@ def test_a_fourth_persona_is_one_file(tmp_path):
     data = chat_json("--persona", "coach", "What are your opening hours?", env=env)
     assert data["answer"].startswith("Coach here, listen up!")
     assert data["answer"].endswith("Drive safe, champ!")
+
+
+def test_a_key_pasted_into_the_model_spec_is_refused_and_never_printed():
+    key = "sk-pasted-into-spec-0123456789abcdef"
+    done = cli("chat", "--json", "--model", f"openai:{key}", "hello",
+               env={"OPENAI_API_KEY": "sk-the-real-key-0123456789"})
+    assert done.returncode == 2
+    assert key not in done.stdout + done.stderr and key[:12] not in done.stdout + done.stderr
+    data = json.loads(done.stdout)
+    assert data["model"] == "openai:[redacted]"
+    assert data["error"]["type"] == "config" and "API key" in data["error"]["message"]
+    plain = cli("chat", "--model", f"openai:{key}", "hello")
+    assert plain.returncode == 2 and key not in plain.stdout + plain.stderr
+
+
+def test_an_over_long_or_odd_model_spec_is_refused_in_one_line():
+    done = cli("chat", "--json", "--model", "openai:" + "g" * 5000, "hello")
+    assert done.returncode == 2
+    data = json.loads(done.stdout)
+    assert "5,007 characters long; the limit is 200" in data["error"]["message"]
+    assert len(data["model"]) <= 60 and len(done.stdout) < 2000
+    odd = json.loads(cli("chat", "--json", "--model", "openai:gpt<b>\x1b[31m", "hi").stdout)
+    assert "may hold only letters" in odd["error"]["message"]
+    assert "<b>" in odd["model"] and "\x1b" not in odd["model"]

@@ -110,7 +110,7 @@ def test_summary_per_cell_with_wilson_and_latency(tmp_path):
     assert summary.iloc[1]["success_rate"] == 0.5
     assert best["latency_p50_s"] == pytest.approx(percentile([0.05 + i / 100 for i in range(10)],
                                                              50))
-    assert summary.iloc[0]["model"] == "offline (rule-based)"
+    assert summary.iloc[0]["model"] == "offline (rule-based, not an LLM)"
 
 
 def test_mcnemar_compares_the_two_best_on_paired_cases(tmp_path):
@@ -145,7 +145,7 @@ def test_report_writes_summary_charts_and_markdown(tmp_path, priced):
         assert f"](charts/{chart.name})" in text
     assert "could not be drawn" not in text
     assert "p = 0.0625" in text
-    assert "offline (rule-based)" in text
+    assert "offline (rule-based, not an LLM)" in text
     assert "Best configuration:** friendly" in text
     assert "Failed most (scenarios)" in text
     with (tmp_path / "summary.csv").open() as handle:

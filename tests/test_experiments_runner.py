@@ -81,7 +81,7 @@ def test_default_grid_runs_with_no_key_through_the_cli(repo, tmp_path):
     assert len(charts) >= 6 and all(valid_png(c) for c in charts)
     report = (run_dir / "report.md").read_text()
     assert all(f"](charts/{c.name})" in report for c in charts)
-    assert "offline (rule-based)" in report
+    assert "offline (rule-based, not an LLM)" in report
     for copy in ("grid.yaml", "scenarios.yaml", "prices.yaml", "meta.json"):
         assert (run_dir / copy).exists()
     assert read_meta(run_dir)["status"] == "finished"

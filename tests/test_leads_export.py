@@ -54,6 +54,21 @@ def test_only_formula_starts_are_prefixed(value, expected) -> None:
     assert neutralise_cell(value) == expected
 
 
+@pytest.mark.parametrize("value", ["＝HYPERLINK(\"http://evil\")", "＋1", "－1+2", "＠SUM(A1)",
+                                   "﹦1+1", " =1+1", "\u3000＝1"])
+def test_lookalike_formula_starts_are_prefixed_too(value) -> None:
+    assert neutralise_cell(value) == "'" + value
+
+
+def test_a_fullwidth_formula_in_a_stored_lead_stays_text(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    store.add_lead("eve@example.com", "＝cmd|' /C calc'!A0", "＠SUM(1+1) please")
+    out = io.StringIO()
+    export_leads(store, "csv", out)
+    row = next(csv.DictReader(io.StringIO(out.getvalue())))
+    assert row["name"].startswith("'＝") and row["message"].startswith("'＠")
+
+
 def test_jsonl_keeps_values_exact(store: Store) -> None:
     out = io.StringIO()
     assert export_leads(store, "jsonl", out) == 3

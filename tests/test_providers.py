@@ -11,6 +11,8 @@ from tests.loopback import GeminiServer, OpenAIServer, Reply, scripted, tool_the
 from treadwise.agent import Agent, TextDelta, TurnFinished
 from treadwise.errors import ModelConfigError
 from treadwise.models import available_specs, parse_spec, resolve_model
+from treadwise.models.local import bundled_specs
+from treadwise.models.registry import build_passthrough
 from treadwise.settings import Settings
 
 HOURS = tool_then_answer("get_business_info", {"topic": "hours"})
@@ -138,7 +140,7 @@ def test_specs_parse_and_bad_ones_are_explained():
 
 
 def test_pickers_offer_providers_only_when_their_key_is_set():
-    assert available_specs({}) == ["offline"]
+    assert available_specs({}) == ["offline", *bundled_specs()]
     with_openai = available_specs({"OPENAI_API_KEY": "sk-x"})
     assert "openai:gpt-4o-mini" in with_openai and not any("gemini" in s for s in with_openai)
 
@@ -179,3 +181,16 @@ def test_a_forgotten_real_call_fails_fast_through_the_dead_test_proxy(agent, mon
     result = agent.run("hello", model="openai:gpt-4o-mini")
     assert result.error is not None and result.error.type == "connection"
     assert time.perf_counter() - started < 30
+
+
+def test_every_provider_retries_in_our_transport_only(openai_server, monkeypatch):
+    """One retry layer: a provider reached through init_chat_model gets the same retrying HTTP
+    clients, with its SDK's retries off (three 503s are three requests, not nine)."""
+    openai_server.brain = scripted(Reply(status=503))
+    chat = build_passthrough("openai", "gpt-4o-mini", 0.0, Settings(timeout_s=5))
+    assert chat.max_retries == 0
+    with pytest.raises(Exception, match="503|Service Unavailable|InternalServerError"):
+        chat.invoke("hours?")
+    assert len(openai_server.requests) == 3
+    gemini = resolve_model("google_genai:gemini-2.0-flash", env={"GOOGLE_API_KEY": "AIza-x"})
+    assert gemini.max_retries == 1  # google-genai counts attempts: one, no SDK retries

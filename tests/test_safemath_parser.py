@@ -7,7 +7,9 @@ import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from treadwise.safemath.parser import MathInputError, normalize, parse, parse_equation
+from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.notation import normalize
+from treadwise.safemath.parser import parse, parse_equation
 
 x, y = sp.Symbol("x", real=True), sp.Symbol("y", real=True)
 

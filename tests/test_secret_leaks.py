@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -98,3 +99,67 @@ def test_app_page_messages_exports_and_logs(env, data_dir):
     for path in data_dir.rglob("*"):
         if path.is_file() and path.suffix in {".md", ".json", ".csv", ".txt", ".log"}:
             assert_clean(str(path), path.read_text(errors="replace"))
+
+
+def echoing_model(key: str):
+    """A model that writes a secret into every tool argument it can."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    def reply(messages, kwargs):
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("Done.")
+        return AIMessage("", tool_calls=[
+            {"name": "record_customer_interest", "id": "l1", "type": "tool_call",
+             "args": {"email": "ana@fleetco.com", "name": key, "message": f"wants {key}"}},
+            {"name": "record_feedback", "id": "f1", "type": "tool_call",
+             "args": {"question": f"what is {key}?"}}])
+
+    return reply
+
+
+def test_a_typed_key_is_redacted_before_any_store_or_export(monkeypatch, data_dir, tmp_path):
+    import sqlite3
+
+    from tests.fakes import ScriptedModel
+    from treadwise.agent import Agent
+    from treadwise.settings import Settings
+    from treadwise.storage.export import export_leads
+    from treadwise.storage.sqlite import Store
+    from treadwise.web.export import export_files
+    from treadwise.web.session import ChatSession, Turn
+
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    agent = Agent(Settings(data_dir=data_dir), toolsets=("business",),
+                  models={"echo": ScriptedModel(script=[echoing_model(OPENAI_KEY)])})
+    lead = agent.run(f"My key is {OPENAI_KEY}. Please contact me at ana@fleetco.com about "
+                     f"fleet pricing for {OPENAI_KEY}", thread_id="T")
+    assert [s.name for s in lead.tool_calls] == ["record_customer_interest"]
+    agent.run(f"What does {OPENAI_KEY} unlock?", thread_id="T")
+    echoed = agent.run("Please contact me at ana@fleetco.com", model="echo", thread_id="E")
+    assert all(step.error is None for step in echoed.tool_calls)
+    store = Store(data_dir)
+    assert store.lead_count() == 2 and store.feedback_count() == 2
+    assert "[redacted]" in " ".join(row["message"] for row in store.leads())
+    # A row written before redaction existed (another data dir) is redacted on its way out.
+    old = Store(tmp_path / "old")
+    old.add_lead("old@example.com", "", "placeholder")
+    with sqlite3.connect(old.path) as db:
+        db.execute("UPDATE leads SET name = ?, message = ?", (OPENAI_KEY, f"=cmd|{OPENAI_KEY}"))
+    exports = {}
+    for source in (store, old):
+        for fmt in ("csv", "jsonl"):
+            out = io.StringIO()
+            export_leads(source, fmt, out)
+            exports[f"{fmt} of {source.path}"] = out.getvalue()
+    session = ChatSession(thread_id="T")
+    session.turns.append(Turn(user=f"use {OPENAI_KEY}", persona="friendly", persona_name="F",
+                              spec=f"openai:{OPENAI_KEY}", model="x", temperature=0.0,
+                              status="done", answer="ok"))
+    for path in export_files(session, str(tmp_path / "cache")):
+        exports[path] = Path(path).read_text()
+    for label, text in exports.items():
+        assert_clean(f"export {label}", text)
+    assert "'=cmd|[redacted]" in exports[f"csv of {old.path}"]
+    for path in data_dir.rglob("*"):  # leads.db, memory.db and their WAL files, plots
+        if path.is_file():
+            assert_clean(str(path), path.read_bytes().decode("latin-1"))

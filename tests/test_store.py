@@ -68,6 +68,22 @@ def test_same_email_and_message_twice_is_one_row(store: Store) -> None:
     assert other.stored and store.lead_count() == 2
 
 
+def test_a_corrected_address_replaces_the_lead_instead_of_adding_one(store: Store) -> None:
+    first = store.add_lead("ana@fleetco.com", "Ana", "fleet pricing")
+    moved = store.replace_lead("ANA@fleetco.com", "ana@fleet-co.com", "Ana", "Fleet pricing.")
+    assert moved.stored and moved.id == first.id
+    assert [(r["email"], r["message"]) for r in store.leads()] == [
+        ("ana@fleet-co.com", "fleet pricing")]
+    store.add_lead("bo@x.com", "", "rotation")
+    store.add_lead("bo@y.com", "", "rotation")
+    store.replace_lead("bo@x.com", "bo@y.com", "", "rotation")  # already on file: one row left
+    assert [r["email"] for r in store.leads()] == ["ana@fleet-co.com", "bo@y.com"]
+    fresh = store.replace_lead("nobody@x.com", "new@x.com", "", "recycling")
+    assert fresh.stored and store.lead_count() == 3
+    with pytest.raises(InvalidLead, match="not a valid e-mail"):
+        store.replace_lead("new@x.com", "not-an-email", "", "recycling")
+
+
 @pytest.mark.parametrize(
     ("email", "name", "message", "why"),
     [

@@ -15,6 +15,8 @@ from langchain_core.messages import AIMessage
 from tests.fakes import ScriptedModel
 from tests.webapp import REPO, chat_text, serve_in_process, use_scripted
 from treadwise.agent import Agent
+from treadwise.models import label
+from treadwise.models.local import bundled_specs
 from treadwise.settings import Settings
 from treadwise.web.app import create_app, launch_kwargs
 
@@ -76,9 +78,10 @@ def test_login_is_required_when_auth_is_set(monkeypatch: pytest.MonkeyPatch):
         assert httpx.get(url + "config", cookies=login.cookies).status_code == 200
 
 
-def test_without_a_key_only_the_offline_model_and_the_custom_field_are_offered():
+def test_without_a_key_only_offline_local_models_and_the_custom_field_are_offered():
     demo = create_app(Settings.from_env())
-    assert [tuple(c) for c in component(demo, "model-picker")["choices"]] == [OFFLINE]
+    local = [(label(spec), spec) for spec in bundled_specs()]
+    assert [tuple(c) for c in component(demo, "model-picker")["choices"]] == [OFFLINE, *local]
     assert component(demo, "model-spec")["label"] == "Or any model spec"
 
 

@@ -23,6 +23,7 @@ def _temperature(raw: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
     from treadwise.models import default_spec
     from treadwise.personas import DEFAULT_PERSONA, load_personas
 
@@ -33,11 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
     chat = commands.add_parser("chat", help="send one message and print the answer")
     chat.add_argument("--persona", default=DEFAULT_PERSONA, choices=list(load_personas()))
     chat.add_argument("--model", default=default_spec(),
-                      help="offline (rule-based, the default), openai:MODEL, "
+                      help="offline (rule-based, the default), local:smollm2 or "
+                      "local:/path/to/model.gguf (llama.cpp), openai:MODEL, "
                       "google_genai:MODEL, or any provider:model init_chat_model knows")
     chat.add_argument("--temperature", type=_temperature, default=0.0)
+    chat.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=strategy_names(),
+                      help="how the turn thinks (default: react, the reason/tools loop)")
     chat.add_argument("--seed", type=int, default=None,
-                      help="seed for the offline model's phrasing above temperature 0")
+                      help="sampling seed (local and OpenAI models; the offline model's "
+                      "phrasing above temperature 0)")
     chat.add_argument("--thread", default=None, help="conversation id; reuse it to continue")
     chat.add_argument("--json", action="store_true", help="print one JSON object")
     chat.add_argument("message", help="what you want to ask")
@@ -58,7 +63,8 @@ def _chat(args: argparse.Namespace) -> int:
 
     agent = Agent()
     result = agent.run(args.message, thread_id=args.thread, persona=args.persona,
-                       model=args.model, temperature=args.temperature, seed=args.seed)
+                       model=args.model, temperature=args.temperature, seed=args.seed,
+                       strategy=args.strategy)
     code = EXIT_OK
     if result.error is not None:
         code = EXIT_USAGE if result.error.type in USAGE_ERRORS else EXIT_PROVIDER
@@ -76,11 +82,13 @@ def _chat(args: argparse.Namespace) -> int:
 
 def _leads(args: argparse.Namespace) -> int:
     from treadwise.settings import Settings
+    from treadwise.storage import open_store
     from treadwise.storage.export import export_leads
-    from treadwise.storage.sqlite import Store, StoreUnavailable
+    from treadwise.storage.leads import StoreUnavailable
 
-    store = Store(Settings.from_env().data_dir)
+    settings = Settings.from_env()
     try:
+        store = open_store(settings.data_dir, settings.database_url)
         count = _export(store, args, export_leads)
     except StoreUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -105,10 +113,10 @@ def _personas(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
-    from treadwise.models import available_specs, display_name
+    from treadwise.models import available_specs, label
 
     for spec in available_specs():
-        print(f"{spec:<32} {display_name(spec)}")
+        print(f"{spec:<32} {label(spec)}")
     return EXIT_OK
 
 

@@ -6,6 +6,10 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AnyMessage, HumanMessage
 
+# Marks the message that hands a strategy's stage its material (a plan, a draft, notes), so a
+# model reading the prompt can tell it from the customer's own words.
+STAGE_KEY = "treadwise_stage"
+
 
 def turn_start(messages: Sequence[AnyMessage]) -> int:
     """Index of the current turn's user message, or -1 when there is none."""
@@ -15,3 +19,8 @@ def turn_start(messages: Sequence[AnyMessage]) -> int:
 def current_turn(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     """What followed the latest user message: the model's calls, tool results, answers."""
     return list(messages[turn_start(messages) + 1:])
+
+
+def stage_of(message: AnyMessage) -> str | None:
+    """The stage a message hands material to, or None for the conversation's own messages."""
+    return message.additional_kwargs.get(STAGE_KEY)

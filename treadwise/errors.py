@@ -8,14 +8,31 @@ from dataclasses import dataclass
 
 SECRET_ENV_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
 KEY_SHAPES_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})")
+# The password in a connection URL (scheme://user:password@host) or a libpq "password=..." pair.
+URL_PASSWORD_RE = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^:/@\s]*:)[^@\s/]+(@)", re.IGNORECASE)
+CONNINFO_PASSWORD_RE = re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 
 
 class ModelConfigError(ValueError):
     """A model cannot be built here: missing key or package, or a malformed spec."""
 
 
+class ModelUnavailable(ModelConfigError):
+    """The spec is fine but the model cannot run here: its runtime or weights are missing."""
+
+
+class ModelLimitError(RuntimeError):
+    """A model refused the request for a reason its message explains (e.g. a full context)."""
+
+
 class InputRejected(ValueError):
     """The user's message is refused before any model call (too long, empty)."""
+
+
+# Errors whose message is already written for the user, most specific first.
+OWN_ERRORS: tuple[tuple[type[BaseException], str], ...] = (
+    (ModelUnavailable, "unavailable"), (ModelConfigError, "config"),
+    (InputRejected, "input_rejected"), (ModelLimitError, "model_limit"))
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,8 @@ def redact(text: str) -> str:
         value = os.environ.get(name)
         if value and len(value) >= 6 and value in text:
             text = text.replace(value, "[redacted]")
+    text = URL_PASSWORD_RE.sub(r"\1[redacted]\2", text)
+    text = CONNINFO_PASSWORD_RE.sub(r"\1[redacted]", text)
     return KEY_SHAPES_RE.sub("[redacted]", text)
 
 
@@ -87,10 +106,9 @@ def _chain(error: BaseException) -> list[BaseException]:
 
 def classify(error: BaseException, timeout_s: float | None = None) -> FriendlyError:
     """One short, honest line for the user; never a traceback, never a secret."""
-    if isinstance(error, ModelConfigError):
-        return FriendlyError("config", redact(str(error)))
-    if isinstance(error, InputRejected):
-        return FriendlyError("input_rejected", str(error))
+    for kind, name in OWN_ERRORS:
+        if isinstance(error, kind):
+            return FriendlyError(name, redact(str(error)))
     names = " ".join(type(e).__name__ for e in _chain(error)).lower()
     status = next((s for e in _chain(error) if (s := _status(e)) is not None), None)
     if "timeout" in names or "timedout" in names or "deadline" in names:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_ITERATIONS = 5
 DEFAULT_MAX_INPUT_CHARS = 4000
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 PUBLIC_SESSION_RATE = 10.0  # messages per minute per session, when the app faces the network
+CONSISTENCY_APPROACHES = ("react", "steps", "program")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -48,6 +49,16 @@ def _users(raw: str) -> tuple[tuple[str, str], ...]:
                              "separated by commas)")
         users.append((user, password))
     return tuple(users)
+def _database_url(env: Mapping[str, str]) -> str | None:
+    raw = env.get("TREADWISE_DATABASE_URL", "").strip()
+    if not raw:
+        return None
+    if not raw.startswith(("postgresql://", "postgres://")):
+        # Only the scheme is quoted back: the rest may hold a password.
+        scheme = raw.partition("://")[0][:20] if "://" in raw else "no scheme"
+        raise ValueError("TREADWISE_DATABASE_URL must be a postgresql:// URL "
+                         f"(got {scheme!r})")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,13 @@ class Settings:
     public_models: tuple[str, ...] = ("offline",)
     admins: tuple[str, ...] = ()  # users of `auth` who may sweep and name any model
     session_rate: float = 0.0  # messages per minute per session; 0: no limit
+    # postgresql://user:password@host/db: memory, leads and feedback in PostgreSQL, shared by
+    # every replica. Kept out of repr so a logged Settings never shows the password.
+    database_url: str | None = field(default=None, repr=False)
+    # self-consistency: attempts per question, their approaches in turn, model calls per turn
+    consistency_k: int = 3
+    consistency_approaches: tuple[str, ...] = CONSISTENCY_APPROACHES
+    consistency_budget: int = 10
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -95,6 +113,12 @@ class Settings:
             admins=_names(env, "TREADWISE_ADMINS") or tuple(user for user, _ in auth),
             session_rate=_float(env, "TREADWISE_SESSION_RATE",
                                 PUBLIC_SESSION_RATE if public else 0.0),
+            database_url=_database_url(env),
+            consistency_k=int(_float(env, "TREADWISE_CONSISTENCY_K", 3)),
+            consistency_approaches=tuple(
+                env.get("TREADWISE_CONSISTENCY_APPROACHES", "").replace(",", " ").split())
+            or CONSISTENCY_APPROACHES,
+            consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
         )
 
     def ensure_data_dir(self) -> Path:

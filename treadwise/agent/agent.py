@@ -20,7 +20,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from treadwise.agent.state import TurnContext
+from treadwise.agent.state import TurnContext, turn_input
+from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
 from treadwise.conversation import current_turn
 from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, classify, redact
 from treadwise.models import display_name, resolve_model
@@ -62,12 +63,16 @@ class TurnResult:
                                                           "output_tokens": 0})
     stopped_by_cap: bool = False
     error: FriendlyError | None = None
+    # A strategy's own record (stages, attempts, vote); None for the default, react.
+    strategy: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly the fields of the CLI contract."""
+        """Exactly the fields of the CLI contract, plus `strategy` when one other than react ran."""
         data = asdict(self)
         data["tool_calls"] = [step.public() for step in self.tool_calls]
         data["error"] = self.error.to_dict() if self.error else None
+        if self.strategy is None:
+            del data["strategy"]
         return data
 
 
@@ -87,11 +92,18 @@ class ToolFinished:
 
 
 @dataclass
+class StageFinished:
+    """A strategy stage done (a plan, a thought, a check, an attempt): shown as a step."""
+
+    stage: dict[str, Any]
+
+
+@dataclass
 class TurnFinished:
     result: TurnResult
 
 
-Event = TextDelta | ToolStarted | ToolFinished | TurnFinished
+Event = TextDelta | ToolStarted | ToolFinished | StageFinished | TurnFinished
 
 
 def _artifacts(message: ToolMessage) -> list[str]:
@@ -113,6 +125,13 @@ def _open_step(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
     return step
 
 
+def record_tool_result(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
+    """Fill the step a tool message answers (its result or error, duration, artifacts)."""
+    step = _open_step(steps, message)
+    Agent._fill(step, message)
+    return step
+
+
 class Agent:
     """The compiled graph plus its memory and tools; safe to share between threads."""
 
@@ -120,19 +139,23 @@ class Agent:
                  checkpointer: Any = None, toolsets: tuple[str, ...] = ("math", "business"),
                  models: dict[str, Any] | None = None,
                  system_prompt: Any = None):
-        from treadwise.agent.graph import build_graph
         from treadwise.storage.memory import open_checkpointer
         from treadwise.tools import ToolContext, get_tools
+        from treadwise.tools.web import web_search_enabled
 
         self.settings = settings or Settings.from_env()
         if tools is None:
-            context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config)
-            names = toolsets + (("mcp",) if self.settings.mcp_config else ())
+            context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config,
+                                  database_url=self.settings.database_url)
+            names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
+                + (("web",) if web_search_enabled() else ())
             tools = get_tools(*names, context=context)
         self.tools = tools
-        self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir)
-        self.graph = build_graph(tools, checkpointer=self.checkpointer,
-                                 system_prompt=system_prompt)
+        self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir,
+                                                              self.settings.database_url)
+        self.system_prompt = system_prompt
+        self._graphs: dict[str, Any] = {}
+        self.graph = self.graph_for(DEFAULT_STRATEGY)
         self._models: dict[tuple, Any] = {}
         # Pre-built models by name (tests, embedding apps); they bypass spec resolution.
         self.injected_models = dict(models or {})
@@ -147,9 +170,20 @@ class Agent:
                                               settings=self.settings, seed=seed)
         return self._models[key]
 
-    def _config(self, thread_id: str) -> dict[str, Any]:
-        return {"configurable": {"thread_id": thread_id},
-                "recursion_limit": 2 * MAX_ITERATIONS + 1}
+    def graph_for(self, strategy: str) -> Any:
+        """The compiled graph of a strategy, built on first use; all share one memory."""
+        if strategy not in self._graphs:
+            chosen = get_strategy(strategy)
+            kit = Kit(self.tools, chosen.budget_for(self.settings), self.checkpointer,
+                      self.system_prompt, self.settings)
+            self._graphs[strategy] = chosen.build(kit)
+        return self._graphs[strategy]
+
+    def _config(self, thread_id: str, strategy: str = DEFAULT_STRATEGY) -> dict[str, Any]:
+        chosen = get_strategy(strategy)
+        limit = (2 * MAX_ITERATIONS + 1 if strategy == DEFAULT_STRATEGY
+                 else recursion_limit(chosen.budget_for(self.settings)))
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": limit}
 
     def check_input(self, message: str) -> None:
         if not message.strip():
@@ -162,7 +196,7 @@ class Agent:
     def stream(self, message: str, *, thread_id: str | None = None,
                persona: str = DEFAULT_PERSONA, model: str = "offline",
                temperature: float = 0.0, seed: int | None = None,
-               tokens: bool = True) -> Iterator[Event]:
+               tokens: bool = True, strategy: str = DEFAULT_STRATEGY) -> Iterator[Event]:
         """Run one user turn, yielding tool steps, the final result and (with ``tokens``) text
         as the provider streams it; without ``tokens`` models are called plainly.
 
@@ -170,46 +204,48 @@ class Agent:
         turn, or one whose stream is closed early (a Stop), leaves the thread as it was."""
         thread_id = thread_id or uuid.uuid4().hex
         started = time.perf_counter()
-        result = TurnResult(answer="", persona=persona, model=model, temperature=temperature,
+        shown = model if model in self.injected_models else display_name(model)
+        result = TurnResult(answer="", persona=persona, model=shown, temperature=temperature,
                             thread_id=thread_id)
         steps: list[ToolStep] = []
+        stages: list[dict[str, Any]] = []
         try:
             self.check_input(message)
             context = TurnContext(persona=get_persona(persona),
                                   model=self.model(model, temperature, seed), model_spec=model)
+            graph, answer_nodes = self.graph_for(strategy), get_strategy(strategy).answer_nodes
         except ValueError as exc:
             known = isinstance(exc, InputRejected | ModelConfigError)
             result.error = classify(exc if known else ModelConfigError(str(exc)))
             result.latency_s = round(time.perf_counter() - started, 4)
             yield TurnFinished(result)
             return
-        result.model = model if model in self.injected_models else display_name(model)
         before = self._head(thread_id)
         settled = False  # memory holds the finished turn, or is back as it was
         try:
-            payload = {"messages": [HumanMessage(message)], "iterations": 0}
-            yield from self._graph_events(payload, thread_id, context, tokens, result, steps)
-            self._summarise(result, thread_id, steps)
+            modes = ["messages", "updates"] if tokens else ["updates"]
+            # Checkpoints are written once, as the run ends, not after every step: fewer
+            # writes per turn, and nothing half-done for a rollback to undo in between.
+            chunks = graph.stream(turn_input(message), self._config(thread_id, strategy),
+                                  context=context, stream_mode=modes, durability="exit")
+            yield from self._graph_events(chunks, result, steps, stages, answer_nodes)
+            self._summarise(result, thread_id, steps, strategy)
             if result.error is not None:
-                self._restore(thread_id, before)
+                self._restore(graph, thread_id, before)
                 settled = True
             result.latency_s = round(time.perf_counter() - started, 4)
             yield TurnFinished(result)
             settled = True
         finally:
             if not settled:
-                self._restore(thread_id, before)
+                self._restore(graph, thread_id, before)
 
-    def _graph_events(self, payload: dict[str, Any], thread_id: str, context: TurnContext,
-                      tokens: bool, result: TurnResult, steps: list[ToolStep]) -> Iterator[Event]:
-        modes = ["messages", "updates"] if tokens else ["updates"]
+    def _graph_events(self, chunks: Iterator[Any], result: TurnResult,
+                      *track: Any) -> Iterator[Event]:
         try:
-            # Checkpoints are written once, as the run ends, not after every step: fewer
-            # writes per turn, and nothing half-done for a rollback to undo in between.
-            with closing(self.graph.stream(payload, self._config(thread_id), context=context,
-                                           stream_mode=modes, durability="exit")) as chunks:
+            with closing(chunks):  # closed early, the run stops writing
                 for mode, data in chunks:
-                    yield from self._events(mode, data, steps)
+                    yield from self._events(mode, data, *track)
         except Exception as exc:  # noqa: BLE001 - any provider failure becomes one friendly line
             result.error = classify(exc, self.settings.timeout_s)
 
@@ -217,7 +253,7 @@ class Agent:
         """The thread's latest checkpoint (None for a new thread)."""
         return self.checkpointer.get_tuple(self._config(thread_id))
 
-    def _restore(self, thread_id: str, before: Any) -> None:
+    def _restore(self, graph: Any, thread_id: str, before: Any) -> None:
         """Put the thread back to the checkpoint it had before a failed or stopped turn."""
         try:
             head = self._head(thread_id)
@@ -227,7 +263,7 @@ class Agent:
                 self.checkpointer.delete_thread(thread_id)
             else:
                 # A copy of the old checkpoint becomes the newest one: exactly the old state.
-                self.graph.update_state(before.config, None, as_node="__copy__")
+                graph.update_state(before.config, None, as_node="__copy__")
         except Exception:  # a storage failure must not hide the turn's outcome
             log.warning("could not take a failed or stopped turn out of memory (thread %s)",
                         thread_id, exc_info=True)
@@ -242,26 +278,34 @@ class Agent:
             raise RuntimeError("turn ended without a result")
         return result
 
-    def _events(self, mode: str, data: Any, steps: list[ToolStep]) -> Iterator[Event]:
+    def _events(self, mode: str, data: Any, steps: list[ToolStep], stages: list[dict[str, Any]],
+                answer_nodes: frozenset[str]) -> Iterator[Event]:
         if mode == "messages":
             chunk, meta = data
-            if meta.get("langgraph_node") == "reason" and isinstance(chunk, AIMessageChunk):
+            if meta.get("langgraph_node") in answer_nodes and isinstance(chunk, AIMessageChunk):
                 if text := chunk.text:
                     yield TextDelta(text)
             return
-        for node, update in (data or {}).items():
-            for msg in (update or {}).get("messages", []) if isinstance(update, dict) else []:
-                if node == "reason" and isinstance(msg, AIMessage):
-                    for call in [*msg.tool_calls, *msg.invalid_tool_calls]:
-                        step = ToolStep(id=call.get("id") or "", name=call.get("name") or "?",
-                                        args=call.get("args") if isinstance(call.get("args"),
-                                                                            dict) else {})
-                        steps.append(step)
-                        yield ToolStarted(step)
-                elif isinstance(msg, ToolMessage):
-                    step = _open_step(steps, msg)
-                    self._fill(step, msg)
-                    yield ToolFinished(step)
+        for update in (data or {}).values():
+            if isinstance(update, dict):
+                for stage in (update.get("trace") or {}).get("stages", [])[len(stages):]:
+                    stages.append(stage)
+                    yield StageFinished(stage)
+                yield from self._tool_events(update.get("messages", []), steps)
+
+    def _tool_events(self, messages: list[Any], steps: list[ToolStep]) -> Iterator[Event]:
+        for msg in messages:
+            if isinstance(msg, AIMessage):
+                for call in [*msg.tool_calls, *msg.invalid_tool_calls]:
+                    step = ToolStep(id=call.get("id") or "", name=call.get("name") or "?",
+                                    args=call.get("args") if isinstance(call.get("args"),
+                                                                        dict) else {})
+                    steps.append(step)
+                    yield ToolStarted(step)
+            elif isinstance(msg, ToolMessage):
+                step = _open_step(steps, msg)
+                self._fill(step, msg)
+                yield ToolFinished(step)
 
     @staticmethod
     def _fill(step: ToolStep, msg: ToolMessage) -> None:
@@ -273,20 +317,26 @@ class Agent:
         step.duration_s = msg.response_metadata.get("duration_s")
         step.artifacts = _artifacts(msg)
 
-    def _summarise(self, result: TurnResult, thread_id: str, steps: list[ToolStep]) -> None:
+    def _summarise(self, result: TurnResult, thread_id: str, steps: list[ToolStep],
+                   strategy: str = DEFAULT_STRATEGY) -> None:
         """Fill the result from what the checkpoint holds for this turn."""
         try:
-            state = self.graph.get_state(self._config(thread_id)).values
+            state = self.graph_for(strategy).get_state(self._config(thread_id, strategy)).values
         except Exception:  # noqa: BLE001 - a broken checkpoint must not hide the answer
             state = {}
         turn = current_turn(state.get("messages", []))
         ai = [m for m in turn if isinstance(m, AIMessage)]
         result.iterations = len(ai)
         result.llm_calls = int(state.get("iterations", 0)) if turn else 0
-        for m in ai:
-            usage = m.usage_metadata or {}
+        trace = dict(state.get("trace") or {}) if turn else {}
+        # Stage calls whose reply is not kept in memory (plans, checks, thoughts) count too.
+        for usage in [m.usage_metadata or {} for m in ai] + [trace.pop("usage", {})]:
             result.usage["input_tokens"] += int(usage.get("input_tokens", 0))
             result.usage["output_tokens"] += int(usage.get("output_tokens", 0))
+        if strategy != DEFAULT_STRATEGY:
+            chosen = get_strategy(strategy)
+            result.strategy = {"name": strategy, "budget": chosen.budget_for(self.settings),
+                               **trace}
         if not steps:
             for m in turn:
                 if isinstance(m, ToolMessage):

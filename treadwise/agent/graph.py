@@ -1,11 +1,11 @@
-"""The agent loop: a hand-built LangGraph reason -> tools -> reason graph, capped per user turn."""
+"""What every strategy graph is built from: the guarded tool node, model calls, nudges."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -16,18 +16,14 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import BaseTool, ToolException
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
-from langgraph.runtime import Runtime
 
 from treadwise.agent import policy
-from treadwise.agent.state import AgentState, TurnContext
-from treadwise.conversation import current_turn
+from treadwise.agent.state import TurnContext
+from treadwise.conversation import STAGE_KEY, current_turn
 from treadwise.errors import redact
 from treadwise.personas import Persona
-from treadwise.settings import MAX_ITERATIONS
 
 HISTORY_TURNS = 20
 EMPTY_REPLY_NUDGE = (
@@ -55,9 +51,27 @@ def _guarded(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]
     started = time.perf_counter()
     result = execute(request)
     if isinstance(result, ToolMessage):
+        if isinstance(result.content, str):
+            result.content = redact(result.content)  # tool results go to memory as they are
         result.response_metadata = {**result.response_metadata,
                                     "duration_s": round(time.perf_counter() - started, 4)}
     return result
+
+
+def redact_args(value: Any) -> Any:
+    """Tool-call arguments with every secret redacted, however deeply nested."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_args(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_args(item) for item in value]
+    return value
+
+
+def tool_node(tools: Sequence[BaseTool]) -> ToolNode:
+    """The tools node: errors become error results, the lead policy runs before every call."""
+    return ToolNode(list(tools), handle_tool_errors=format_tool_error, wrap_tool_call=_guarded)
 
 
 def window(messages: Sequence[AnyMessage], turns: int = HISTORY_TURNS) -> list[AnyMessage]:
@@ -67,8 +81,23 @@ def window(messages: Sequence[AnyMessage], turns: int = HISTORY_TURNS) -> list[A
     return list(messages[cut:])
 
 
-def _has_text(message: AIMessage) -> bool:
+def has_text(message: AIMessage) -> bool:
     return bool(message.text.strip())
+
+
+def is_empty(message: AIMessage) -> bool:
+    """No text and no tool call, readable or not (e.g. Gemini's MALFORMED_FUNCTION_CALL)."""
+    return not (message.tool_calls or message.invalid_tool_calls or has_text(message))
+
+
+def nudges(count: int) -> list[HumanMessage]:
+    """One nudge per empty reply in a row: the next call is asked to answer in plain text."""
+    return [HumanMessage(EMPTY_REPLY_NUDGE) for _ in range(count)]
+
+
+def stage_message(text: str, stage: str) -> HumanMessage:
+    """The material a stage works on, as the prompt's last message."""
+    return HumanMessage(text, additional_kwargs={STAGE_KEY: stage})
 
 
 def fallback_answer(messages: Sequence[AnyMessage]) -> str:
@@ -80,6 +109,26 @@ def fallback_answer(messages: Sequence[AnyMessage]) -> str:
                 "I found: " + " ".join(results[-3:]))
     return ("I'm sorry, I couldn't produce an answer to that. Could you rephrase the question "
             "or try again?")
+
+
+def answer_message(text: str, *, calls: int, capped: bool,
+                   usage: dict[str, Any] | None = None) -> AIMessage:
+    """A final answer the graph wrote itself (no model produced one)."""
+    message = AIMessage(content=text, id=f"fallback-{uuid.uuid4().hex[:12]}",
+                        usage_metadata=usage)  # type: ignore[arg-type]
+    return mark(message, calls=calls, capped=capped)
+
+
+def mark(message: AIMessage, *, calls: int, capped: bool) -> AIMessage:
+    """Note on an answer how many model calls the turn took and whether the budget stopped it."""
+    message.response_metadata = {**message.response_metadata, "llm_calls": calls,
+                                 "stopped_by_cap": capped}
+    return message
+
+
+def accepts_stage(model: BaseChatModel) -> bool:
+    """Only models that say so get the `stage` keyword; a hosted API would reject it."""
+    return bool(getattr(model, "accepts_stage", False))
 
 
 class _Binder:
@@ -109,14 +158,15 @@ class _Binder:
         return with_tools, without
 
 
-def _clean(response: AIMessage, final: bool) -> AIMessage:
-    """Drop tool calls from the capped call; give malformed calls ids so errors can answer them.
-
-    Model text is untrusted: secrets it repeats are redacted before memory or anyone sees them.
-    """
+def clean(response: AIMessage, final: bool) -> AIMessage:
+    """Drop tool calls from a call made without tools; give malformed calls ids so errors can
+    answer them. Model text is untrusted: secrets it repeats, in its text or in tool arguments,
+    are redacted before memory, a tool or anyone sees them."""
     if isinstance(response.content, str) and (safe := redact(response.content)) != \
             response.content:
         response = response.model_copy(update={"content": safe})
+    for call in response.tool_calls:
+        call["args"] = redact_args(call["args"])
     if final and (response.tool_calls or response.invalid_tool_calls):
         return AIMessage(content=response.content, id=response.id,
                          usage_metadata=response.usage_metadata,
@@ -127,69 +177,43 @@ def _clean(response: AIMessage, final: bool) -> AIMessage:
     return response
 
 
-def _unreadable(calls: Sequence[Any]) -> list[ToolMessage]:
+def unreadable(response: AIMessage) -> list[ToolMessage]:
     """Error results for malformed tool calls, so the model reads what went wrong."""
     return [ToolMessage(
         content=(f"Error: the call to {bad.get('name') or 'a tool'} could not be read: "
                  f"{bad.get('error') or 'its arguments are not valid JSON'}. Call the tool "
                  "again with a JSON object of arguments, or answer without it."),
         tool_call_id=bad["id"], name=bad.get("name") or "unknown", status="error")
-        for bad in calls]
+        for bad in response.invalid_tool_calls]
 
 
-def _last_ai(messages: Sequence[AnyMessage]) -> AIMessage | None:
+def last_ai(messages: Sequence[AnyMessage]) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
-def build_graph(tools: Sequence[BaseTool], *,
-                checkpointer: BaseCheckpointSaver | None = None,
-                system_prompt: Callable[[Persona], str] | None = None,
-                max_iterations: int = MAX_ITERATIONS) -> Any:
-    """Compile the reason/tools graph; the persona and model arrive per turn as TurnContext."""
-    from treadwise.agent.prompts import build_system_prompt
+class Parts:
+    """A graph's shared equipment: its tools, their node, the persona prompt and model calls."""
 
-    prompt_for = system_prompt or build_system_prompt
-    binder = _Binder(tools)
-    tool_node = ToolNode(list(tools), handle_tool_errors=format_tool_error,
-                         wrap_tool_call=_guarded)
+    def __init__(self, tools: Sequence[BaseTool],
+                 system_prompt: Callable[[Persona], str] | None = None):
+        from treadwise.agent.prompts import build_system_prompt
 
-    def reason(state: AgentState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
-        context = runtime.context
-        calls = state.get("iterations", 0)
-        prompt = [SystemMessage(prompt_for(context.persona)), *window(state["messages"])]
-        while True:
-            calls += 1
-            final = calls >= max_iterations
-            # The run's config (callbacks for token streaming) reaches the model by context.
-            response = binder.bound(context.model, final).invoke(prompt)
-            response = _clean(response, final)
-            if response.tool_calls or response.invalid_tool_calls or _has_text(response):
-                break
-            if final:
-                response = AIMessage(content=fallback_answer(state["messages"]),
-                                     id=f"fallback-{uuid.uuid4().hex[:12]}",
-                                     usage_metadata=response.usage_metadata)
-                break
-            # Empty replies (e.g. Gemini's MALFORMED_FUNCTION_CALL) get one clear nudge per call.
-            prompt = [*prompt, HumanMessage(EMPTY_REPLY_NUDGE)]
-        response.response_metadata = {**response.response_metadata, "llm_calls": calls,
-                                       "stopped_by_cap": final}
-        return {"messages": [response, *_unreadable(response.invalid_tool_calls)],
-                "iterations": calls}
+        self.tools = list(tools)
+        self.prompt_for = system_prompt or build_system_prompt
+        self.binder = _Binder(tools)
 
-    def route(state: AgentState) -> Literal["tools", "reason", "__end__"]:
-        """Run the tool calls; after calls that could not even be read, think again."""
-        last = _last_ai(state["messages"])
-        if last is None:
-            return END
-        if last.tool_calls:
-            return "tools"
-        return "reason" if last.invalid_tool_calls else END
+    def tool_node(self) -> ToolNode:
+        return tool_node(self.tools)
 
-    graph = StateGraph(AgentState, context_schema=TurnContext)
-    graph.add_node("reason", reason)
-    graph.add_node("tools", tool_node)
-    graph.add_edge(START, "reason")
-    graph.add_conditional_edges("reason", route, ["tools", "reason", END])
-    graph.add_edge("tools", "reason")
-    return graph.compile(checkpointer=checkpointer)
+    def system(self, persona: Persona, instructions: str = "") -> SystemMessage:
+        base = self.prompt_for(persona)
+        return SystemMessage(f"{base}\n\n{instructions}" if instructions else base)
+
+    def call(self, context: TurnContext, prompt: list[AnyMessage], *, final: bool,
+             stage: str | None = None) -> AIMessage:
+        """One model call: with tools unless `final`, tagged with its stage for models that
+        accept one. The run's config (callbacks for token streaming) reaches it by context."""
+        model = self.binder.bound(context.model, final)
+        if stage and accepts_stage(context.model):
+            model = model.bind(stage=stage)
+        return clean(model.invoke(prompt), final)

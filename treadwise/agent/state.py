@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.graph.message import add_messages
 
+from treadwise.errors import redact
 from treadwise.personas import Persona
 
 
@@ -16,6 +17,19 @@ class AgentState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     # Model calls made in the current user turn; the caller resets it to 0 with each message.
     iterations: int
+    # Empty replies in a row; each sends the graph back to the same model step with a nudge.
+    nudges: int
+    # What a strategy records of this turn (stages, attempts, the vote); reset with each message.
+    trace: dict[str, Any]
+
+
+def turn_input(message: str) -> dict[str, Any]:
+    """The graph input that starts a user turn: the message, and every per-turn count at zero.
+
+    A secret the user types is redacted here, so it never reaches memory (nor the model).
+    """
+    return {"messages": [HumanMessage(redact(message))], "iterations": 0, "nudges": 0,
+            "trace": {}}
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,12 @@ from treadwise.models.registry import (
     available_specs,
     default_spec,
     display_name,
+    label,
+    loading_message,
     parse_spec,
     provider,
     resolve_model,
 )
 
 __all__ = ["OFFLINE_LABEL", "PROVIDERS", "available_specs", "default_spec", "display_name",
-           "parse_spec", "provider", "resolve_model"]
+           "label", "loading_message", "parse_spec", "provider", "resolve_model"]

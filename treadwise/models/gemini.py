@@ -9,6 +9,11 @@ from treadwise.models.http import rate_limiter, transports
 from treadwise.models.registry import api_key, missing_package
 from treadwise.settings import Settings
 
+# langchain-google-genai 4.4.2 passes max_retries to google-genai as HttpRetryOptions(attempts=N):
+# 1 is a single attempt (no SDK retries), while 0 means "the SDK's default", which retries.
+# Retries happen once, in our transport.
+SINGLE_ATTEMPT = 1
+
 
 def build(model: str, temperature: float, settings: Settings, env: Mapping[str, str],
           seed: int | None) -> Any:
@@ -22,6 +27,7 @@ def build(model: str, temperature: float, settings: Settings, env: Mapping[str, 
                                    base_url or "https://generativelanguage.googleapis.com")
     return ChatGoogleGenerativeAI(
         model=model, temperature=temperature, google_api_key=key, base_url=base_url,
-        timeout=settings.timeout_s, max_retries=1, client_args={"transport": sync_transport},
+        timeout=settings.timeout_s, max_retries=SINGLE_ATTEMPT,
+        client_args={"transport": sync_transport},
         rate_limiter=rate_limiter("google_genai", settings),
     )

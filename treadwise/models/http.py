@@ -1,4 +1,8 @@
-"""HTTP plumbing shared by hosted providers: one TLS context, the environment's proxy, retries."""
+"""HTTP plumbing shared by hosted providers: one TLS context, the environment's proxy, retries.
+
+Retries happen in one place for every provider: the RetryTransport of models/retries.py inside
+the httpx clients built here. SDK retries are off wherever a client can be handed to the SDK.
+"""
 
 from __future__ import annotations
 
@@ -44,15 +48,68 @@ def proxy_for(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-def transports(settings: Settings, endpoint: str) -> tuple[Any, Any]:
-    """Retrying transports; a custom transport turns off httpx's own proxy lookup, so the
-    environment's proxy for this endpoint is applied here."""
+def transports(settings: Settings, endpoint: str | None) -> tuple[Any, Any]:
+    """Retrying transports. A custom transport turns off httpx's own proxy lookup, so the
+    environment's proxy is applied here: for the endpoint, or per request when it is unknown."""
     import httpx
 
     from treadwise.models.retries import AsyncRetryTransport, RetryTransport
 
     options = {"max_retries": settings.max_retries, "max_wait_s": settings.max_retry_wait_s}
+    if endpoint is None:
+        return (RetryTransport(_EnvProxyTransport(), **options),
+                AsyncRetryTransport(_AsyncEnvProxyTransport(), **options))
     proxy = proxy_for(endpoint)
     return (RetryTransport(httpx.HTTPTransport(verify=tls_context(), proxy=proxy), **options),
             AsyncRetryTransport(httpx.AsyncHTTPTransport(verify=tls_context(), proxy=proxy),
                                 **options))
+
+
+def http_clients(settings: Settings, endpoint: str | None) -> tuple[Any, Any]:
+    """Sync and async httpx clients with the retrying transports and the provider timeout."""
+    import httpx
+
+    sync_transport, async_transport = transports(settings, endpoint)
+    timeout = httpx.Timeout(settings.timeout_s, connect=min(10.0, settings.timeout_s))
+    return (httpx.Client(transport=sync_transport, timeout=timeout),
+            httpx.AsyncClient(transport=async_transport, timeout=timeout))
+
+
+class _EnvProxyTransport:
+    """Sends each request through the proxy the environment names for its host, as httpx does
+    when no transport is given (used for integrations whose endpoint we cannot see)."""
+
+    def __init__(self) -> None:
+        self._by_proxy: dict[str | None, Any] = {}
+
+    def _make(self, proxy: str | None) -> Any:
+        import httpx
+
+        return httpx.HTTPTransport(verify=tls_context(), proxy=proxy)
+
+    def _inner(self, request: Any) -> Any:
+        proxy = proxy_for(str(request.url))
+        if proxy not in self._by_proxy:
+            self._by_proxy[proxy] = self._make(proxy)
+        return self._by_proxy[proxy]
+
+    def handle_request(self, request: Any) -> Any:
+        return self._inner(request).handle_request(request)
+
+    def close(self) -> None:
+        for transport in self._by_proxy.values():
+            transport.close()
+
+
+class _AsyncEnvProxyTransport(_EnvProxyTransport):
+    def _make(self, proxy: str | None) -> Any:
+        import httpx
+
+        return httpx.AsyncHTTPTransport(verify=tls_context(), proxy=proxy)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        return await self._inner(request).handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in self._by_proxy.values():
+            await transport.aclose()

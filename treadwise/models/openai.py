@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
-from treadwise.models.http import rate_limiter, transports
+from treadwise.models.http import http_clients, rate_limiter
 from treadwise.models.registry import api_key, missing_package
 from treadwise.settings import Settings
 
@@ -16,18 +17,33 @@ def build(model: str, temperature: float, settings: Settings, env: Mapping[str, 
     # Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) often need no key.
     key = api_key("openai", env) if not base_url or env.get("OPENAI_API_KEY") else "not-needed"
     try:
-        import httpx
         from langchain_openai import ChatOpenAI
     except ImportError:
         raise missing_package("openai") from None
-    sync_transport, async_transport = transports(settings,
-                                                 base_url or "https://api.openai.com/v1")
-    timeout = httpx.Timeout(settings.timeout_s, connect=min(10.0, settings.timeout_s))
-    return ChatOpenAI(
+    chat_class = _compatible_class() if base_url else ChatOpenAI
+    sync_client, async_client = http_clients(settings, base_url or "https://api.openai.com/v1")
+    return chat_class(
         model=model, temperature=temperature, api_key=key, base_url=base_url,
         timeout=settings.timeout_s, max_retries=0, seed=seed, stream_usage=True,
         http_socket_options=(),  # our own clients below; nothing for langchain-openai to tune
-        http_client=httpx.Client(transport=sync_transport, timeout=timeout),
-        http_async_client=httpx.AsyncClient(transport=async_transport, timeout=timeout),
+        http_client=sync_client, http_async_client=async_client,
         rate_limiter=rate_limiter("openai", settings),
     )
+
+
+@lru_cache(maxsize=1)
+def _compatible_class() -> Any:
+    from langchain_openai import ChatOpenAI
+
+    class CompatibleChatOpenAI(ChatOpenAI):
+        """ChatOpenAI for compatible servers: langchain-openai sends the token limit only as
+        max_completion_tokens, which llama-cpp-python's server ignores; max_tokens goes too."""
+
+        def _get_request_payload(self, input_: Any, *, stop: list[str] | None = None,
+                                 **kwargs: Any) -> dict:
+            payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+            if "max_completion_tokens" in payload:
+                payload.setdefault("max_tokens", payload["max_completion_tokens"])
+            return payload
+
+    return CompatibleChatOpenAI

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from treadwise.errors import ModelConfigError
+from treadwise.errors import ModelConfigError, redact
 from treadwise.settings import Settings
 
 OFFLINE_LABEL = "offline (rule-based, not an LLM)"
+MAX_SPEC_CHARS = 200
+SHOWN_SPEC_CHARS = 60
+# Provider and model names, and local model paths: nothing that could carry markup or escapes.
+_SPEC_CHARS = re.compile(r"[\w .:/@+~=-]+")
 ENTRY_POINT_GROUP = "treadwise.models"
 Provider = Callable[[str, float, Settings, Mapping[str, str], int | None], Any]
 # Providers registered at run time (embedding apps, tests); they win over everything else.
@@ -24,6 +29,7 @@ BUILTIN_PROVIDERS: dict[str, str] = {
     "offline": "treadwise.models.offline:build",
     "openai": "treadwise.models.openai:build",
     "google_genai": "treadwise.models.gemini:build",
+    "local": "treadwise.models.local:build",
 }
 
 # Models offered in pickers when the provider's key is set; any other name works as a spec too.
@@ -68,9 +74,25 @@ def find_provider(name: str) -> Provider | None:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def check_spec(spec: str) -> str:
+    """The spec stripped, or one line saying why it cannot be a spec: too long, odd characters,
+    or an API key pasted into it (the key itself is never repeated)."""
+    spec = (spec or "").strip()
+    if len(spec) > MAX_SPEC_CHARS:
+        raise ModelConfigError(f"the model spec is {len(spec):,} characters long; the limit is "
+                               f"{MAX_SPEC_CHARS}")
+    if redact(spec) != spec:
+        raise ModelConfigError("the model spec looks like it contains an API key; set keys in "
+                               "environment variables (such as OPENAI_API_KEY), never in the spec")
+    if not _SPEC_CHARS.fullmatch(spec or "offline"):
+        raise ModelConfigError("a model spec may hold only letters, digits, spaces and . _ - : / "
+                               "@ + ~ =, like openai:gpt-4o-mini")
+    return spec
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """Split a spec into (provider, model); a bare gpt-/gemini- name gets its provider."""
-    spec = (spec or "").strip()
+    spec = check_spec(spec)
     if spec in ("", "offline"):
         return "offline", "rule-based"
     name, sep, model = spec.partition(":")
@@ -87,10 +109,43 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 def display_name(spec: str) -> str:
-    provider_name, model = parse_spec(spec)
+    """How a spec is shown (CLI JSON, reply footers, exports); never raises, never shows a key.
+
+    A spec that cannot be used is shown redacted, on one line and cut short.
+    """
+    try:
+        provider_name, model = parse_spec(spec)
+    except ModelConfigError:
+        text = "".join(c if c.isprintable() else " " for c in redact(str(spec or "")))
+        text = " ".join(text.split())
+        return text if len(text) <= SHOWN_SPEC_CHARS else text[:SHOWN_SPEC_CHARS - 3] + "..."
     if provider_name == "offline":
         return OFFLINE_LABEL
     return f"{provider_name}:{model}"
+
+
+def label(spec: str) -> str:
+    """How a model is named to people (pickers, tables, charts): the name plus what kind of
+    model it is; a spec that cannot be read is shown as `display_name` shows it."""
+    try:
+        provider_name, model = parse_spec(spec)
+    except ModelConfigError:
+        return display_name(spec)
+    if provider_name == "local":
+        from treadwise.models.local import label as local_label
+
+        return local_label(model)
+    return display_name(spec)
+
+
+def loading_message(spec: str) -> str | None:
+    """What to tell the user before a model's first, slower call (a local model loading)."""
+    provider_name, model = parse_spec(spec)
+    if provider_name != "local":
+        return None
+    from treadwise.models.local import loading_message as local_loading
+
+    return local_loading(model)
 
 
 def api_key(provider_name: str, env: Mapping[str, str]) -> str:
@@ -110,21 +165,30 @@ def missing_package(provider_name: str) -> ModelConfigError:
     return ModelConfigError(f"the package {package} is not installed: pip install {package}")
 
 
-def _other(provider_name: str, model: str, temperature: float, settings: Settings) -> Any:
-    from treadwise.models.http import rate_limiter
+def build_passthrough(provider_name: str, model: str, temperature: float,
+                      settings: Settings) -> Any:
+    """Any other provider through init_chat_model, with our retrying HTTP clients when its
+    integration takes httpx clients (SDK retries off); otherwise its SDK retries instead."""
+    from treadwise.models.http import http_clients, rate_limiter
 
     try:
         from langchain.chat_models import init_chat_model
     except ImportError:
         raise missing_package("langchain") from None
+    spec = f"{provider_name}:{model}"
+    options = {"temperature": temperature, "timeout": settings.timeout_s,
+               "rate_limiter": rate_limiter(provider_name, settings)}
     try:
-        return init_chat_model(f"{provider_name}:{model}", temperature=temperature,
-                               timeout=settings.timeout_s, max_retries=settings.max_retries,
-                               rate_limiter=rate_limiter(provider_name, settings))
+        chat = init_chat_model(spec, max_retries=settings.max_retries, **options)
+        if {"http_client", "http_async_client"} <= set(type(chat).model_fields):
+            sync_client, async_client = http_clients(settings, None)
+            chat = init_chat_model(spec, max_retries=0, http_client=sync_client,
+                                   http_async_client=async_client, **options)
+        return chat
     except ImportError:
         raise missing_package(provider_name) from None
     except ValueError as exc:
-        raise ModelConfigError(f"cannot build {provider_name}:{model}: {exc}") from None
+        raise ModelConfigError(f"cannot build {spec}: {exc}") from None
 
 
 def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | None = None,
@@ -138,7 +202,7 @@ def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | N
     build = find_provider(provider_name)
     if build is not None:
         return build(model, temperature, settings, env, seed)
-    return _other(provider_name, model, temperature, settings)
+    return build_passthrough(provider_name, model, temperature, settings)
 
 
 def default_spec(env: Mapping[str, str] | None = None) -> str:
@@ -148,9 +212,12 @@ def default_spec(env: Mapping[str, str] | None = None) -> str:
 
 
 def available_specs(env: Mapping[str, str] | None = None) -> list[str]:
-    """offline, then the suggested models of every provider whose key is set."""
+    """offline, the bundled local models when installed, then the suggested models of every
+    provider whose key is set."""
+    from treadwise.models.local import bundled_specs
+
     env = os.environ if env is None else env
-    specs = ["offline"]
+    specs = ["offline", *bundled_specs()]
     for provider_name, names in KEY_VARIABLES.items():
         if any(env.get(n, "").strip() for n in names):
             specs.extend(f"{provider_name}:{m}" for m in SUGGESTED_MODELS[provider_name])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -158,16 +158,22 @@ class Coverage:
     labels: dict[str, str]
     cities: dict[str, City]
     places: Vocabulary
+    # Places we do not serve yet, known by position so the nearest served cities can be named.
+    elsewhere: dict[str, City] = field(default_factory=dict)
+    other_places: Vocabulary = field(default_factory=lambda: Vocabulary({}))
 
     def nearest_offering(self, city: str, service: str) -> tuple[City, float] | None:
         """The closest other city offering the service, with its distance in miles."""
-        here = self.cities[city]
-        options = [(here.miles_to(other), other) for other in self.cities.values()
-                   if other.name != city and service in other.services]
-        if not options:
-            return None
-        miles, other = min(options, key=lambda option: option[0])
-        return other, miles
+        nearest = self.nearest_served(self.cities[city], service, count=1)
+        return nearest[0] if nearest else None
+
+    def nearest_served(self, place: City, service: str | None = None,
+                       count: int = 2) -> list[tuple[City, float]]:
+        """The `count` served cities closest to a place (offering `service` when given)."""
+        options = sorted((place.miles_to(other), other.name) for other in self.cities.values()
+                         if other.name != place.name
+                         and (service is None or service in other.services))
+        return [(self.cities[name], miles) for miles, name in options[:count]]
 
 
 def _read_yaml(path: Path) -> dict:
@@ -298,7 +304,24 @@ def _coverage(path: Path, _mtime: int) -> Coverage:
             raise ProfileError(f"{where} needs numeric lat and lon") from exc
         cities[str(name)] = City(str(name), str(body.get("region", "")), lat, lon, offered)
         aliases[str(name)] = _strings(body.get("aliases"), f"{where}.aliases")
-    return Coverage(Vocabulary(synonyms), labels, cities, Vocabulary(aliases))
+    elsewhere, other_aliases = _places(data.get("other_places") or {}, f"{path}: other_places")
+    return Coverage(Vocabulary(synonyms), labels, cities, Vocabulary(aliases), elsewhere,
+                    Vocabulary(other_aliases))
+
+
+def _places(table: object, where: str) -> tuple[dict[str, City], dict[str, tuple[str, ...]]]:
+    if not isinstance(table, dict):
+        raise ProfileError(f"{where} must be a mapping of place names")
+    places, aliases = {}, {}
+    for name, body in table.items():
+        body = _mapping(body, f"{where}.{name}")
+        try:
+            lat, lon = float(body["lat"]), float(body["lon"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProfileError(f"{where}.{name} needs numeric lat and lon") from exc
+        places[str(name)] = City(str(name), str(body.get("region", "")), lat, lon, {})
+        aliases[str(name)] = _strings(body.get("aliases"), f"{where}.{name}.aliases")
+    return places, aliases
 
 
 def known_vehicle_types() -> list[str]:
@@ -344,16 +367,23 @@ def find_vehicle(text: str) -> str | None:
 
 def find_usage(text: str) -> str | None:
     """The usage mentioned in a sentence: 'mostly in the snow' -> 'winter'."""
-    # City names are blanked first so "Oklahoma City" is a place, not city driving.
+    # Place names are blanked first so "Oklahoma City" is a place, not city driving.
     text = clean_text(text)
-    for _, phrase, *_ in load_coverage().places.find_spans(text):
-        text = re.sub(rf"(?<![0-9a-z]){re.escape(phrase)}(?![0-9a-z])", " ", text)
+    coverage = load_coverage()
+    for vocabulary in (coverage.places, coverage.other_places):
+        for _, phrase, *_ in vocabulary.find_spans(text):
+            text = re.sub(rf"(?<![0-9a-z]){re.escape(phrase)}(?![0-9a-z])", " ", text)
     return load_tire_catalogue().usages.find(text)
 
 
 def find_city(text: str) -> str | None:
     """The served city mentioned in a sentence: 'do you come to Fort Worth?' -> 'Fort Worth'."""
     return load_coverage().places.find(text)
+
+
+def find_place(text: str) -> str | None:
+    """A place we do not serve yet, mentioned in a sentence: 'in anchorage?' -> 'Anchorage'."""
+    return load_coverage().other_places.find(text)
 
 
 def find_service(text: str) -> str | None:

@@ -5,16 +5,19 @@ from __future__ import annotations
 import os
 import threading
 
-from treadwise.safemath.parser import MathInputError
-from treadwise.safemath.sandbox import (
-    MathEngine,
+from treadwise.safemath.errors import (
+    MathBusyError,
+    MathError,
+    MathInputError,
     MathTimeoutError,
     MathWorkerError,
-    timeout_from_env,
 )
+from treadwise.safemath.pool import MathEngine, timeout_from_env
 
 __all__ = [
+    "MathBusyError",
     "MathEngine",
+    "MathError",
     "MathInputError",
     "MathTimeoutError",
     "MathWorkerError",

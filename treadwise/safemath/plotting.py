@@ -9,8 +9,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from treadwise.safemath.errors import MathInputError
 from treadwise.safemath.numeric import Numeric
-from treadwise.safemath.parser import MathInputError
 
 SAMPLES = 1201
 FIGSIZE = (7.0, 4.5)
@@ -42,6 +42,11 @@ def render_area(function: Numeric, plot: AreaPlot, target: str | IO[bytes]) -> N
         raise MathInputError(
             f"the function has no real values between {plot.lower_label} and {plot.upper_label}, "
             "so there is nothing to plot"
+        )
+    if np.isinf(ys[inside]).mean() > 0.5:
+        raise MathInputError(
+            f"the curve is too large to draw between {plot.lower_label} and {plot.upper_label} "
+            "(beyond 1e308 over most of the range); try bounds closer together"
         )
     bottom, top = _view(ys[finite])
     span = top - bottom

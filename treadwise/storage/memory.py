@@ -1,4 +1,4 @@
-"""Conversation memory: a LangGraph SQLite checkpointer keyed by thread id, in the data dir."""
+"""Conversation memory: a LangGraph checkpointer keyed by thread id (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -18,28 +18,33 @@ log = logging.getLogger(__name__)
 
 
 class ResilientSaver(BaseCheckpointSaver):
-    """SQLite checkpoints that fall back to memory when the disk refuses writes.
+    """Checkpoints that fall back to memory when the store refuses writes.
 
-    A full or read-only data dir must not end the conversation: from the first refused write
-    on, checkpoints live in memory for the rest of the process (and a warning says so).
+    A full or read-only data dir, or a database gone away, must not end the conversation: from
+    the first refused write on, checkpoints live in memory for the rest of the process (and a
+    warning says so). `errors` are the exceptions that mean "the store is unavailable".
     """
 
-    def __init__(self, primary: SqliteSaver | None):
+    def __init__(self, primary: BaseCheckpointSaver | None,
+                 errors: tuple[type[BaseException], ...] = STORAGE_ERRORS):
         super().__init__(serde=primary.serde if primary else None)
         self.primary = primary
+        self.errors = errors
         self.fallback = InMemorySaver()
         self.degraded = primary is None
 
     def _degrade(self, error: BaseException) -> None:
         if not self.degraded:
-            log.warning("conversation memory now kept in RAM only: %s", error)
+            from treadwise.errors import redact
+
+            log.warning("conversation memory now kept in RAM only: %s", redact(str(error)))
         self.degraded = True
 
     def _write(self, method: str, *args: Any) -> Any:
         if not self.degraded and self.primary is not None:
             try:
                 return getattr(self.primary, method)(*args)
-            except STORAGE_ERRORS as error:
+            except self.errors as error:
                 self._degrade(error)
         return getattr(self.fallback, method)(*args)
 
@@ -57,7 +62,7 @@ class ResilientSaver(BaseCheckpointSaver):
             return None
         try:
             return self.primary.get_tuple(config)
-        except STORAGE_ERRORS as error:
+        except self.errors as error:
             self._degrade(error)
             return None
 
@@ -75,8 +80,11 @@ class ResilientSaver(BaseCheckpointSaver):
         return (self.primary or self.fallback).get_next_version(current, channel)
 
 
-def open_checkpointer(data_dir: Path) -> ResilientSaver:
-    """A checkpointer safe to share between threads and with other processes."""
+def open_checkpointer(data_dir: Path, database_url: str | None = None) -> ResilientSaver:
+    """A checkpointer safe to share between threads and with other processes: PostgreSQL
+    when a URL is given (every replica sees every thread), else SQLite in the data dir."""
+    if database_url:
+        return _postgres_checkpointer(database_url)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(data_dir / MEMORY_FILE, check_same_thread=False, timeout=30)
@@ -92,3 +100,25 @@ def open_checkpointer(data_dir: Path) -> ResilientSaver:
         log.warning("cannot keep conversations in %s (%s); using RAM only", data_dir, error)
         return ResilientSaver(None)
     return ResilientSaver(saver)
+
+
+def _postgres_checkpointer(url: str) -> ResilientSaver:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from treadwise.storage.leads import StoreUnavailable
+    from treadwise.storage.postgres import describe, shared_pool
+
+    try:
+        pool = shared_pool(url)
+    except StoreUnavailable as error:
+        log.warning("cannot keep conversations in %s (%s); using RAM only, so other replicas "
+                    "will not see them", describe(url), error)
+        return ResilientSaver(None)
+    # A shared database is a wider door than a local file: only message and other safe types
+    # are rebuilt from a checkpoint, so a row written by an intruder cannot run code here.
+    serde = JsonPlusSerializer(allowed_msgpack_modules=None)
+    # PoolTimeout is an OperationalError: a database that stops answering degrades to RAM.
+    errors = (psycopg.OperationalError, psycopg.InterfaceError)
+    return ResilientSaver(PostgresSaver(pool, serde=serde), errors=errors)

@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-DB_NAME = "leads.db"
-BUSY_TIMEOUT_S = 10.0
-MAX_EMAIL = 254
-MAX_NAME = 100
-MAX_MESSAGE = 2000
-MAX_QUESTION = 2000
-
-# One plain address: no display name, no quoting, no list, a dotted domain with a real TLD.
-_EMAIL = re.compile(
-    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
+from treadwise.storage.leads import (
+    InvalidLead,
+    LeadResult,
+    StoreUnavailable,
+    validate_email,
+    validate_lead,
+    validate_question,
 )
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+__all__ = ["InvalidLead", "LeadResult", "Store", "StoreUnavailable", "validate_email"]
+
+DB_NAME = "leads.db"
+BUSY_TIMEOUT_S = 30.0  # a busy writer waits rather than losing a lead on a loaded machine
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS leads (
@@ -44,57 +40,6 @@ CREATE TABLE IF NOT EXISTS feedback (
     question TEXT NOT NULL
 );
 """
-
-
-class InvalidLead(ValueError):
-    """An e-mail, name, message or question that cannot be stored; the message says why."""
-
-
-class StoreUnavailable(RuntimeError):
-    """The data store cannot be written (read-only, full, busy); the message says which."""
-
-
-@dataclass(frozen=True)
-class LeadResult:
-    stored: bool
-    duplicate: bool
-    id: int
-
-
-def validate_email(email: str) -> str:
-    """The address stripped of surrounding spaces, or InvalidLead saying what is wrong."""
-    email = email.strip()
-    if not email:
-        raise InvalidLead("an e-mail address is required")
-    if len(email) > MAX_EMAIL:
-        raise InvalidLead(f"the e-mail address is longer than {MAX_EMAIL} characters")
-    if "\r" in email or "\n" in email:
-        raise InvalidLead("the e-mail address must not contain line breaks")
-    if any(char in email for char in ",;<>"):
-        raise InvalidLead("give exactly one plain e-mail address (no commas, semicolons or <>)")
-    if re.search(r"\s", email) or _CONTROL.search(email):
-        raise InvalidLead("the e-mail address must not contain spaces or control characters")
-    if not _EMAIL.fullmatch(email):
-        raise InvalidLead(f"{email!r} is not a valid e-mail address like name@example.com")
-    return email
-
-
-def _validate_text(value: str, field: str, limit: int, *, required: bool, lines: bool) -> str:
-    value = value.strip()
-    if required and not value:
-        raise InvalidLead(f"the {field} is empty")
-    if len(value) > limit:
-        raise InvalidLead(f"the {field} is {len(value)} characters long; the limit is {limit}")
-    if (_CONTROL_BUT_LINES if lines else _CONTROL).search(value):
-        what = "control characters" if lines else "line breaks or control characters"
-        raise InvalidLead(f"the {field} must not contain {what}")
-    return value
-
-
-def _same_message_key(message: str) -> str:
-    # Case, spacing and a closing full stop do not make a new request out of a repeated one.
-    text = " ".join(message.split()).casefold().rstrip(".!? ")
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _unavailable(exc: BaseException, data_dir: Path) -> StoreUnavailable:
@@ -155,10 +100,8 @@ class Store:
 
     def add_lead(self, email: str, name: str, message: str) -> LeadResult:
         """Store a customer's interest once per (e-mail, message); InvalidLead says why not."""
-        email = validate_email(email)
-        name = _validate_text(name, "name", MAX_NAME, required=False, lines=False)
-        message = _validate_text(message, "message", MAX_MESSAGE, required=True, lines=True)
-        keys = (email.casefold(), _same_message_key(message))
+        lead = validate_lead(email, name, message)
+        email, name, message, keys = lead.email, lead.name, lead.message, lead.keys
         with self._connect(write=True) as db:
             row = db.execute(
                 "INSERT INTO leads (created_at, email, email_key, name, message, message_key)"
@@ -172,9 +115,31 @@ class Store:
             ).fetchone()
         return LeadResult(stored=False, duplicate=True, id=existing)
 
+    def replace_lead(self, old_email: str, email: str, name: str, message: str) -> LeadResult:
+        """Correct the address of a stored request: the lead (old_email, message) moves to
+        `email` instead of a second lead being added; without that lead it is added anew."""
+        lead = validate_lead(email, name, message)
+        email_key, message_key = lead.keys
+        find = "SELECT id FROM leads WHERE email_key = ? AND message_key = ?"
+        with self._connect(write=True) as db:
+            old = db.execute(find, (old_email.strip().casefold(), message_key)).fetchone()
+            taken = db.execute(find, (email_key, message_key)).fetchone()
+            if old is not None and taken is not None and old[0] == taken[0]:
+                return LeadResult(stored=False, duplicate=True, id=old[0])  # no change
+            if old is not None and taken is None:
+                db.execute("UPDATE leads SET email = ?, email_key = ?, name = ? WHERE id = ?",
+                           (lead.email, email_key, lead.name, old[0]))
+                return LeadResult(stored=True, duplicate=False, id=old[0])
+            if old is not None:
+                # The corrected address already holds this request: keep one, drop the old.
+                db.execute("DELETE FROM leads WHERE id = ?", (old[0],))
+        if taken is not None:
+            return LeadResult(stored=old is not None, duplicate=old is None, id=taken[0])
+        return self.add_lead(lead.email, lead.name, lead.message)
+
     def add_feedback(self, question: str) -> int:
         """Store an unanswered question for staff to follow up; returns its id."""
-        question = _validate_text(question, "question", MAX_QUESTION, required=True, lines=True)
+        question = validate_question(question)
         with self._connect(write=True) as db:
             return db.execute(
                 "INSERT INTO feedback (created_at, question) VALUES (?, ?) RETURNING id",

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-    from treadwise.storage.sqlite import Store
+    from treadwise.storage.leads import LeadStore
+    from treadwise.storage.plots import SharedPlots
 
 ENTRY_POINT_GROUP = "treadwise.tools"
 DEFAULT_TOOLSETS = ("math", "business")
@@ -24,6 +25,8 @@ BUILTIN_TOOLSETS: dict[str, str] = {
     "math": "treadwise.tools.math:math_tools",
     "business": "treadwise.tools.business:business_tools",
     "mcp": "treadwise.tools.mcp:mcp_tools",
+    "program": "treadwise.tools.math:program_tools",
+    "web": "treadwise.tools.web:web_tools",
 }
 
 Toolset = Callable[["ToolContext"], list["BaseTool"]]
@@ -36,12 +39,20 @@ class ToolContext:
     data_dir: Path
     mcp_config: Path | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    database_url: str | None = field(default=None, repr=False)
 
     @cached_property
-    def store(self) -> Store:
-        from treadwise.storage.sqlite import Store
+    def store(self) -> LeadStore:
+        from treadwise.storage import open_store
 
-        return Store(self.data_dir)
+        return open_store(self.data_dir, self.database_url)
+
+    @property
+    def plots(self) -> SharedPlots:
+        """Where plots go so that every replica can show them (see storage/plots.py)."""
+        from treadwise.storage.plots import SharedPlots
+
+        return SharedPlots(self.plots_dir, self.database_url)
 
     @property
     def plots_dir(self) -> Path:
@@ -67,7 +78,8 @@ def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTo
         from treadwise.settings import Settings
 
         settings = Settings.from_env()
-        context = ToolContext(data_dir=settings.data_dir, mcp_config=settings.mcp_config)
+        context = ToolContext(data_dir=settings.data_dir, mcp_config=settings.mcp_config,
+                              database_url=settings.database_url)
     names = toolsets or DEFAULT_TOOLSETS
     known = available_toolsets()
     tools: list[BaseTool] = []

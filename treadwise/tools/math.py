@@ -6,86 +6,117 @@ import re
 import uuid
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
-from treadwise.safemath import MathEngine, MathInputError, get_engine
+from treadwise.safemath import MathEngine, MathError, get_engine
 from treadwise.tools import ToolContext
 
 PLOT_NOTE = "The shaded area is drawn in the attached plot."
+PLAIN_TOOLS = ("add", "subtract", "multiply", "divide", "power", "square", "square_root",
+               "calculate", "integrate", "differentiate", "solve_equation", "analyze_function",
+               "limit")
 
 
 def math_tools(context: ToolContext) -> list[BaseTool]:
-    """The thirteen math tools; `context.extra["math_engine"]` may supply the MathEngine."""
-    engine: MathEngine = context.extra.get("math_engine") or get_engine()
+    """The fourteen math tools; `context.extra["math_engine"]` may supply the MathEngine."""
+    box = MathToolbox(context, context.extra.get("math_engine") or get_engine())
+    tools: list[BaseTool] = [StructuredTool.from_function(getattr(box, name), parse_docstring=True)
+                             for name in PLAIN_TOOLS]
+    tools.append(StructuredTool.from_function(box.plot_area, parse_docstring=True,
+                                              response_format="content_and_artifact"))
+    return tools
 
-    def run(op: str, **kwargs: Any) -> Any:
+
+def program_tools(context: ToolContext) -> list[BaseTool]:
+    """The restricted program tool (self-consistency's program-aided attempts use it)."""
+    box = MathToolbox(context, context.extra.get("math_engine") or get_engine())
+    return [StructuredTool.from_function(box.run_program, parse_docstring=True)]
+
+
+def session_of(config: RunnableConfig | None) -> str | None:
+    """The conversation a tool call belongs to (its thread id), for the math pool's fair shares."""
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(thread_id) if thread_id else None
+
+
+class MathToolbox:
+    """The math tools' bodies: each sends its operation to the engine, in the name of the
+    conversation that asked (LangChain injects the run's config into a `RunnableConfig`
+    parameter and leaves it out of the tool's schema)."""
+
+    def __init__(self, context: ToolContext, engine: MathEngine):
+        self.context = context
+        self.engine = engine
+
+    def _run(self, config: RunnableConfig, op: str, **kwargs: Any) -> Any:
         try:
-            return engine.run(op, **kwargs)
-        except MathInputError as exc:
+            return self.engine.run(op, session=session_of(config), **kwargs)
+        except MathError as exc:
             raise ToolException(str(exc)) from None
 
-    def add(a: float, b: float) -> str:
+    def add(self, a: float, b: float, *, config: RunnableConfig) -> str:
         """Add two numbers exactly (0.1 + 0.2 = 0.3). The result follows the last "=".
 
         Args:
             a: The first number.
             b: The number to add to it.
         """
-        return run("add", a=a, b=b)
+        return self._run(config, "add", a=a, b=b)
 
-    def subtract(a: float, b: float) -> str:
+    def subtract(self, a: float, b: float, *, config: RunnableConfig) -> str:
         """Subtract b from a exactly. The result follows the last "=".
 
         Args:
             a: The number to subtract from.
             b: The number to subtract.
         """
-        return run("subtract", a=a, b=b)
+        return self._run(config, "subtract", a=a, b=b)
 
-    def multiply(a: float, b: float) -> str:
+    def multiply(self, a: float, b: float, *, config: RunnableConfig) -> str:
         """Multiply two numbers exactly. The result follows the last "=".
 
         Args:
             a: The first factor.
             b: The second factor.
         """
-        return run("multiply", a=a, b=b)
+        return self._run(config, "multiply", a=a, b=b)
 
-    def divide(a: float, b: float) -> str:
+    def divide(self, a: float, b: float, *, config: RunnableConfig) -> str:
         """Divide a by b exactly (a fraction plus its decimal when it does not terminate).
 
         Args:
             a: The dividend.
             b: The divisor (not zero).
         """
-        return run("divide", a=a, b=b)
+        return self._run(config, "divide", a=a, b=b)
 
-    def power(base: float, exponent: float) -> str:
+    def power(self, base: float, exponent: float, *, config: RunnableConfig) -> str:
         """Raise base to exponent exactly; huge results are given in scientific notation.
 
         Args:
             base: The base.
             exponent: The exponent (may be negative or fractional).
         """
-        return run("power", base=base, exponent=exponent)
+        return self._run(config, "power", base=base, exponent=exponent)
 
-    def square(x: float) -> str:
+    def square(self, x: float, *, config: RunnableConfig) -> str:
         """Square a number (x²).
 
         Args:
             x: The number to square.
         """
-        return run("square", x=x)
+        return self._run(config, "square", x=x)
 
-    def square_root(x: float) -> str:
+    def square_root(self, x: float, *, config: RunnableConfig) -> str:
         """Square root of a number, exact (sqrt(8) = 2*sqrt(2)) with its decimal value.
 
         Args:
             x: The number; a negative number gives an imaginary root.
         """
-        return run("square_root", x=x)
+        return self._run(config, "square_root", x=x)
 
-    def calculate(expression: str) -> str:
+    def calculate(self, expression: str, *, config: RunnableConfig) -> str:
         """Evaluate or simplify a math expression exactly, with a decimal where it helps.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
 
@@ -93,10 +124,10 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             expression: The expression, e.g. "sqrt(8) + 1/3", "15% of 240", "2^100",
                 "sin(pi/6)", "factorial(20)".
         """
-        return run("calculate", expression=expression)
+        return self._run(config, "calculate", expression=expression)
 
-    def integrate(expression: str, variable: str = "x", lower: str | float | None = None,
-                  upper: str | float | None = None) -> str:
+    def integrate(self, expression: str, variable: str = "x", lower: str | float | None = None,
+                  upper: str | float | None = None, *, config: RunnableConfig) -> str:
         """Integrate a function: exact antiderivative (+ C) without bounds, exact value with
         bounds (a numerical estimate when there is no closed form; says when it diverges).
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -107,9 +138,11 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             lower: The lower bound, e.g. "0", "pi", "-oo"; leave out for an antiderivative.
             upper: The upper bound, e.g. "3", "pi/2", "oo"; leave out for an antiderivative.
         """
-        return run("integrate", expression=expression, variable=variable, lower=lower, upper=upper)
+        return self._run(config, "integrate", expression=expression, variable=variable,
+                         lower=lower, upper=upper)
 
-    def differentiate(expression: str, variable: str = "x", order: int = 1) -> str:
+    def differentiate(self, expression: str, variable: str = "x", order: int = 1, *,
+                      config: RunnableConfig) -> str:
         """Differentiate a function exactly, any order from 1 to 10.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
 
@@ -118,9 +151,10 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             variable: The variable to differentiate by.
             order: 1 for the first derivative, 2 for the second, and so on.
         """
-        return run("differentiate", expression=expression, variable=variable, order=order)
+        return self._run(config, "differentiate", expression=expression, variable=variable,
+                         order=order)
 
-    def solve_equation(equation: str, variable: str = "x") -> str:
+    def solve_equation(self, equation: str, variable: str = "x", *, config: RunnableConfig) -> str:
         """Solve an equation for a variable: exact real solutions first, complex ones after,
         a numerical answer when no exact one exists. Without "=" the expression equals 0.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -129,9 +163,10 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             equation: The equation, e.g. "x^2 - 4 = 0", "2x + 3 = 7", "sin(x) = 1/2".
             variable: The unknown to solve for.
         """
-        return run("solve_equation", equation=equation, variable=variable)
+        return self._run(config, "solve_equation", equation=equation, variable=variable)
 
-    def analyze_function(expression: str, variable: str = "x") -> str:
+    def analyze_function(self, expression: str, variable: str = "x", *,
+                         config: RunnableConfig) -> str:
         """Analyse a real function: domain, roots, y-intercept, derivative, critical points,
         local maxima and minima with their values, and behaviour as x goes to ±infinity.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -140,10 +175,25 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             expression: The function, e.g. "x^3 - 3x", "ln(x)/x".
             variable: The function's variable.
         """
-        return run("analyze_function", expression=expression, variable=variable)
+        return self._run(config, "analyze_function", expression=expression, variable=variable)
 
-    def plot_area(expression: str, lower: str | float, upper: str | float,
-                  variable: str = "x") -> tuple[str, str]:
+    def limit(self, expression: str, variable: str = "x", point: str | float = "0",
+              direction: str = "both", *, config: RunnableConfig) -> str:
+        """The limit of a function as the variable approaches a point or infinity; says when
+        the limit does not exist (different from each side, or oscillating).
+        Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
+
+        Args:
+            expression: The function, e.g. "sin(x)/x", "(1 + 1/x)^x".
+            variable: The variable that approaches the point.
+            point: Where it goes, e.g. "0", "pi/2", "oo" (infinity) or "-oo".
+            direction: "both" (the two-sided limit), "left" (from below) or "right".
+        """
+        return self._run(config, "limit", expression=expression, variable=variable, point=point,
+                         direction=direction)
+
+    def plot_area(self, expression: str, lower: str | float, upper: str | float,
+                  variable: str = "x", *, config: RunnableConfig) -> tuple[str, str]:
         """Plot a function with the area under it between two bounds shaded, and give the
         integral's value. The PNG image is attached to the result.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -154,17 +204,22 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
             upper: The upper bound, a finite number or expression like "3" or "pi".
             variable: The function's variable.
         """
-        path = (context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
-        text, artifact = run("plot_area", expression=expression, lower=lower, upper=upper,
-                             variable=variable, out_path=str(path))
+        path = (self.context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
+        text, artifact = self._run(config, "plot_area", expression=expression, lower=lower,
+                                   upper=upper, variable=variable, out_path=str(path))
+        self.context.plots.keep(artifact)
         # Replies quote this text; the image travels as the artifact, its file name means
         # nothing to a reader.
         text = re.sub(rf"[^.]*{re.escape(path.name)}[^.]*\.\s*", "", text)
         return f"{PLOT_NOTE} {text}", artifact
 
-    plain = [add, subtract, multiply, divide, power, square, square_root, calculate, integrate,
-             differentiate, solve_equation, analyze_function]
-    tools: list[BaseTool] = [StructuredTool.from_function(fn, parse_docstring=True) for fn in plain]
-    tools.append(StructuredTool.from_function(plot_area, parse_docstring=True,
-                                              response_format="content_and_artifact"))
-    return tools
+    def run_program(self, program: str, *, config: RunnableConfig) -> str:
+        """Run a short math program in the sandbox and give each line's value and the result.
+        One statement per line: `name = expression`, or a final expression whose value is the
+        result. Expressions use numbers, + - * / ** %, names assigned above, and the math
+        functions (sqrt, sin, ln, factorial, ...). Nothing else is allowed.
+
+        Args:
+            program: The program, e.g. "a = 5 + 4\\nb = a**2\\nb".
+        """
+        return self._run(config, "run_program", program=program)

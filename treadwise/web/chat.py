@@ -5,15 +5,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
+from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import FriendlyError, ModelConfigError, redact
-from treadwise.models import display_name
+from treadwise.models import display_name, label, loading_message
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.storage.plots import SharedPlots
+from treadwise.tools.web import status_note as web_status_note
 from treadwise.web.access import Access
+from treadwise.web.browser import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.export import export_files
 from treadwise.web.files import publish_png
 from treadwise.web.render import LATEX_DELIMITERS, render
@@ -36,29 +41,6 @@ TICK_S = 1.0
 BACKOFF = 4  # an update that took t to go out is followed by the next after 4 t at least
 TEMPERATURE_RANGE = (0.0, 1.0)
 BUSY_WARNING = "A reply is still being written: press Stop first, or wait for it to finish."
-COUNT_FROM = 0.8  # the character counter appears from this share of the limit on
-# Runs in the browser on every change of the message box: no server round trip.
-COUNTER_JS = """(text) => {
-  const limit = %d, shown = %d, note = document.querySelector('#char-count .tw-count');
-  const count = [...(text || '')].length;
-  if (note) {
-    note.textContent = count >= shown ? `${count.toLocaleString('en-US')} / `
-      + `${limit.toLocaleString('en-US')} characters`
-      + (count > limit ? ': too long to send, please shorten it' : '') : '';
-    note.classList.toggle('tw-over', count > limit);
-  }
-  return [];
-}"""
-# A message sent while a reply runs is not sent (Send is disabled, Enter ignored): say so.
-BUSY_JS = """() => {
-  const note = document.querySelector('#char-count .tw-busy');
-  if (note && document.querySelector('#send')?.disabled) {
-    note.textContent = '%s';
-    clearTimeout(note.hideTimer);
-    note.hideTimer = setTimeout(() => { note.textContent = ''; }, 5000);
-  }
-  return [];
-}"""
 Outputs = tuple[Any, Any, Any, Any]  # chatbot, Send button, Markdown export, JSON export
 
 
@@ -72,11 +54,22 @@ def accept_any(component: Any) -> Any:
     return component
 
 
-def model_label(spec: str) -> str:
+def _loading_note(spec: str) -> str | None:
     try:
-        return display_name(spec)
+        return loading_message(spec)
     except ModelConfigError:
-        return spec
+        return None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the pickers said for one turn (checked before the turn runs)."""
+
+    persona: str
+    model: str
+    custom: str
+    temperature: Any
+    strategy: str
 
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
@@ -100,6 +93,7 @@ class ChatTab:
         self.access = access or Access(settings)
         self.personas = load_personas()
         self.plots_dir = settings.data_dir / "plots"
+        self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.cache_dir = ""
 
     def build(self, demo: gr.Blocks) -> None:
@@ -160,11 +154,18 @@ class ChatTab:
                     info="Used instead of the list when filled in.")
                 temperature = accept_any(gr.Slider(*TEMPERATURE_RANGE, value=0.0, step=0.05,
                                                    label="Temperature", elem_id="temperature"))
+                strategy = accept_any(gr.Dropdown(
+                    choices=strategy_names(), value=DEFAULT_STRATEGY, label="Strategy",
+                    elem_id="strategy-picker",
+                    info="How the assistant thinks: react (the default reason/tools loop) or "
+                         "another strategy, each with its own budget of model calls; every "
+                         "stage shows as a step."))
+                gr.Markdown(web_status_note(), elem_classes="tw-note")
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
         outputs = [chatbot, send, export_md, export_json]
-        turn_inputs = [session, persona, model, custom, temperature]
+        turn_inputs = [session, persona, model, custom, temperature, strategy]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
         turn = {"show_progress": "hidden", "concurrency_id": "chat-turn"}
         message.submit(self.send, [message, *turn_inputs], [chatbot, message, *outputs[1:]],
@@ -184,16 +185,21 @@ class ChatTab:
         message.change(None, [message], None, js=COUNTER_JS % (limit, int(limit * COUNT_FROM)))
         if public:
             demo.load(self.personalise, None, [custom], api_visibility="private")
+        # Any replica can reopen a conversation by its thread id (memory is in the database):
+        # from the API, or in the browser with ?thread=<id> (the id is in the JSON export).
+        thread = gr.Textbox(visible=False)
+        gr.Button(visible=False).click(self.resume, [thread, session], page, api_name="resume")
+        demo.load(self.resume_from_link, [session], page, api_visibility="private")
 
     def _model_choices(self, admin: bool) -> list[tuple[str, str]]:
-        return [(model_label(spec), spec) for spec in self.access.model_choices(admin)]
+        return [(label(spec), spec) for spec in self.access.model_choices(admin)]
 
     def personalise(self, request: gr.Request) -> Any:
         """On a public page, a signed-in admin may name any model in the custom spec field."""
         return gr.Textbox(visible=True) if self.access.is_admin(request) else gr.skip()
 
     def send(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
-             temperature: float, request: gr.Request) -> Iterator[tuple[Any, ...]]:
+             temperature: float, strategy: str, request: gr.Request) -> Iterator[tuple[Any, ...]]:
         """Run a turn for the message, emptying the box as it leaves. Later updates skip the
         box (every value sent resets it), so what the user types meanwhile stays."""
         if not (message or "").strip() or session.running:
@@ -203,13 +209,13 @@ class ChatTab:
         box: Any = ""
         if len(message) > self.settings.max_input_chars:
             box = gr.skip()  # refused: the text stays, to be shortened
-        for final, (chatbot, *rest) in self._turn(message, session, persona, model, custom,
-                                                  temperature, request):
+        choice = Choice(persona, model, custom, temperature, strategy)
+        for final, (chatbot, *rest) in self._turn(message, session, choice, request):
             yield chatbot, gr.skip() if final else box, *rest
             box = gr.skip()
 
     def retry(self, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float, request: gr.Request) -> Iterator[Outputs]:
+              temperature: float, strategy: str, request: gr.Request) -> Iterator[Outputs]:
         """Send the last message again, with the persona and model picked now."""
         if session.running or not session.turns:
             if session.running:
@@ -218,8 +224,8 @@ class ChatTab:
             return
         last = session.turns.pop()
         self.runner.undo(last, session.thread_id)
-        for _, outputs in self._turn(last.user, session, persona, model, custom, temperature,
-                                     request):
+        choice = Choice(persona, model, custom, temperature, strategy)
+        for _, outputs in self._turn(last.user, session, choice, request):
             yield outputs
 
     def undo(self, session: ChatSession) -> tuple[Any, ...]:
@@ -241,40 +247,72 @@ class ChatTab:
     def stop(self, session: ChatSession) -> None:
         session.stop()
 
-    def _refusal(self, session: ChatSession, persona: str, spec: str, temperature: Any,
+    def resume(self, thread_id: str, session: ChatSession) -> tuple[Any, ...]:
+        """Show the conversation memory holds for `thread_id` and continue it from here."""
+        from treadwise.web.resume import restored_turns, valid_thread_id
+
+        if session.running:
+            gr.Warning(BUSY_WARNING)
+            return (gr.skip(),) * 5
+        if (thread := valid_thread_id(thread_id)) is None:
+            gr.Warning("That is not a conversation id (32 hexadecimal characters).")
+            return (gr.skip(),) * 5
+        session.thread_id = thread
+        session.turns = restored_turns(self.runner.agent.get().history(thread))
+        for turn in session.turns:
+            for step in turn.steps:
+                self._publish(turn, step)
+        chatbot, send, *exports = self._view(session, final=True)
+        return chatbot, "", send, *exports
+
+    def resume_from_link(self, session: ChatSession, request: gr.Request) -> tuple[Any, ...]:
+        thread = dict(request.query_params or {}).get("thread") if request else None
+        if not thread:
+            return (gr.skip(),) * 5
+        return self.resume(thread, session)
+
+    def _refusal(self, session: ChatSession, choice: Choice, spec: str,
                  request: gr.Request) -> str | None:
         """Why this turn is not run at all, in words (None: run it)."""
         if rate := self.access.rate_refusal(session.key, request):
             return rate
-        if persona not in self.personas:
+        if choice.persona not in self.personas:
             names = ", ".join(self.personas)
-            return f"There is no persona {persona!r}; pick one of {names}."
-        return temperature_refusal(temperature) or self.access.model_refusal(spec, request)
+            return f"There is no persona {choice.persona!r}; pick one of {names}."
+        if (choice.strategy or DEFAULT_STRATEGY) not in strategy_names():
+            names = ", ".join(strategy_names())
+            return f"There is no strategy {choice.strategy!r}; pick one of {names}."
+        return temperature_refusal(choice.temperature) or \
+            self.access.model_refusal(spec, request)
 
-    def _turn(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: Any, request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
+    def _turn(self, message: str, session: ChatSession, choice: Choice,
+              request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
-        spec = redact((custom or "").strip() or model or "offline")
-        known = self.personas.get(persona)
-        turn = Turn(user=message, persona=persona,
-                    persona_name=known.name if known else str(persona), spec=spec,
-                    model=model_label(spec),
+        spec = redact((choice.custom or "").strip() or choice.model or "offline")
+        known = self.personas.get(choice.persona)
+        temperature = choice.temperature
+        turn = Turn(user=message, persona=choice.persona,
+                    persona_name=known.name if known else str(choice.persona), spec=spec,
+                    model=display_name(spec),
                     temperature=0.0 if temperature_refusal(temperature) else float(temperature))
         session.turns.append(turn)
-        refusal = self._refusal(session, persona, spec, temperature, request)
+        refusal = self._refusal(session, choice, spec, request)
         if refusal is not None:
             turn.failure, turn.status = FriendlyError("input_rejected", refusal), "error"
         else:
+            if note := _loading_note(spec):
+                gr.Info(note)
             yield False, self._view(session, running=True)
-            for _ in self._follow(turn, session):
+            for _ in self._follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
                 yield False, self._view(session)
         yield True, self._view(session, final=True)
 
-    def _follow(self, turn: Turn, session: ChatSession) -> Iterator[None]:
+    def _follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:
         """Apply the turn's events as they come; yield when the page should show them."""
         shown, dirty, interval = time.monotonic(), False, STREAM_INTERVAL_S
         events = self.runner.stream(turn, session.thread_id, turn.user, persona=turn.persona,
-                                    model=turn.spec, temperature=turn.temperature)
+                                    model=turn.spec, temperature=turn.temperature,
+                                    strategy=strategy)
         try:
             for event in events:
                 if event is not None:
@@ -294,10 +332,18 @@ class ChatTab:
 
     def _apply(self, turn: Turn, event: Any) -> bool:
         """Take in one event; True when the page should show it before the turn ends."""
-        from treadwise.agent import TextDelta, ToolFinished, ToolStarted, TurnFinished
+        from treadwise.agent import (
+            StageFinished,
+            TextDelta,
+            ToolFinished,
+            ToolStarted,
+            TurnFinished,
+        )
 
         if isinstance(event, FriendlyError):  # the turn failed outside the agent's care
             turn.failure, turn.status = event, "error"
+        elif isinstance(event, StageFinished):
+            turn.stages.append((len(turn.steps), event.stage))
         elif isinstance(event, TextDelta):
             turn.streamed += event.text
             turn.answer = redact(turn.streamed)  # the final answer comes redacted; so must this
@@ -324,7 +370,8 @@ class ChatTab:
     def _publish(self, turn: Turn, step: Any) -> None:
         if step.id in turn.plots or not step.artifacts:
             return
-        paths = [publish_png(a, self.plots_dir, self.cache_dir) for a in step.artifacts]
+        found = [self.plots.find(a) for a in step.artifacts]
+        paths = [publish_png(f, self.plots_dir, self.cache_dir) for f in found if f]
         turn.plots[step.id] = [p for p in paths if p]
 
     def _view(self, session: ChatSession, *, running: bool = False,

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from treadwise.errors import redact
 from treadwise.web.render import BACKTICKS_RE, code_block, literal_markdown, reply_markdown
 from treadwise.web.session import ChatSession, Turn
 
@@ -75,6 +76,8 @@ def export_files(session: ChatSession, cache_dir: str) -> tuple[str, str]:
     from treadwise.web.files import save_to_cache
 
     stem = f"treadwise-conversation-{session.thread_id[:8]}"
-    markdown = save_to_cache(conversation_markdown(session).encode(), f"{stem}.md", cache_dir)
     data = json.dumps(conversation_json(session), ensure_ascii=False, indent=2, default=str)
+    # Secrets a user typed (or a model spec held) are redacted in what is written to disk.
+    markdown, data = (redact(text) for text in (conversation_markdown(session), data))
+    markdown = save_to_cache(markdown.encode(), f"{stem}.md", cache_dir)
     return markdown, save_to_cache(data.encode(), f"{stem}.json", cache_dir)

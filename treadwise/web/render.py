@@ -159,6 +159,16 @@ def pending_message(turn: Turn, now: float) -> dict[str, Any] | None:
                          "id": f"{turn.id}-pending"}}
 
 
+def stage_message(turn: Turn, index: int) -> dict[str, Any]:
+    """A strategy stage as a collapsed step; a think-write thought is labelled as private."""
+    stage = turn.stages[index][1]
+    name = plain_inline(stage.get("name", "stage"))
+    title = "Thought (private, not part of the answer)" if name == "think" else f"Stage: {name}"
+    text = reply_markdown(preview(str(stage.get("text") or ""))) or "*(nothing)*"
+    return {"role": "assistant", "content": text,
+            "metadata": {"title": title, "id": f"{turn.id}-stage-{index}", "status": "done"}}
+
+
 def plot_message(path: str, step_name: str) -> dict[str, Any]:
     return {"role": "assistant",
             "content": {"path": path, "alt_text": f"Plot made by {step_name}"}}
@@ -180,9 +190,13 @@ def answer_message(turn: Turn) -> dict[str, Any] | None:
 def turn_messages(turn: Turn, now: float) -> list[dict[str, Any]]:
     messages = [user_message(turn)]
     for index, step in enumerate(turn.steps):
+        messages.extend(stage_message(turn, i) for i, (at, _) in enumerate(turn.stages)
+                        if at == index)
         messages.append(step_message(turn, index, now))
         messages.extend(plot_message(path, plain_inline(step.name))
                         for path in turn.plots.get(step.id, []))
+    messages.extend(stage_message(turn, i) for i, (at, _) in enumerate(turn.stages)
+                    if at >= len(turn.steps))
     for extra in (pending_message(turn, now), answer_message(turn)):
         if extra is not None:
             messages.append(extra)

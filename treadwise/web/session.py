@@ -32,6 +32,8 @@ class Turn:
     streamed: str = ""
     steps: list[ToolStep] = field(default_factory=list)
     step_started: dict[str, float] = field(default_factory=dict)  # step id -> time.time()
+    # Strategy stages (plan, thought, check, attempt), each with how many tool steps preceded it.
+    stages: list[tuple[int, dict]] = field(default_factory=list)
     plots: dict[str, list[str]] = field(default_factory=dict)  # step id -> cached PNG paths
     began: float | None = None  # when the agent started on it (after any queueing)
     first_token_s: float | None = None  # from `began`, as the result's latency is timed

@@ -1,53 +1,34 @@
-"""Pre-started worker processes that run math jobs under CPU, memory and wall-clock limits."""
+"""The parent side of the math pool: warm workers run jobs under CPU, memory and time limits."""
 
 from __future__ import annotations
 
 import atexit
 import json
-import math
 import os
-import resource
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
-import traceback
-import warnings
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from multiprocessing.connection import Connection
 from typing import Any
 
-from treadwise.safemath.parser import MathInputError
+from treadwise.safemath.admission import DEFAULT_QUEUE_S, Admission
+from treadwise.safemath.errors import (
+    MathError,
+    MathInputError,
+    MathTimeoutError,
+    MathWorkerError,
+)
+from treadwise.safemath.worker import PID, TEMPLATE_CODE, TEMPLATE_ENV, Limits
 
 DEFAULT_TIMEOUT_S = 5.0
 TIMEOUT_ENV = "TREADWISE_MATH_TIMEOUT_S"
 START_TIMEOUT_S = 60.0
 FORK_TIMEOUT_S = 10.0
-# The template runs with one BLAS thread: forking a process with threads is unsafe, and every
-# worker stays small. It is started by exec, not multiprocessing, so nothing re-imports the
-# caller's __main__ (an app script or a test runner) in the workers.
-TEMPLATE_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                "MPLBACKEND": "Agg"}
-TEMPLATE_CODE = (
-    "import json, sys\n"
-    "options = json.loads(sys.argv[1])\n"
-    "sys.path[:0] = options.pop('path')\n"
-    "from treadwise.safemath.sandbox import template_main\n"
-    "template_main(**options)\n"
-)
-_PID = struct.Struct("!q")
-
-
-class MathTimeoutError(MathInputError):
-    """A math job ran past its wall-clock limit; its worker was killed and replaced."""
-
-
-class MathWorkerError(MathInputError):
-    """A math worker died or could not start, so the job has no answer."""
 
 
 class _WorkerLost(Exception):
@@ -56,14 +37,6 @@ class _WorkerLost(Exception):
 
 class _WorkerSilent(Exception):
     """The worker did not answer within the timeout."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits each worker sets on itself before it serves jobs."""
-
-    memory_bytes: int = 1 << 30
-    file_bytes: int = 32 << 20
 
 
 def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
@@ -78,88 +51,6 @@ def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
     if not 0 < value <= 600:
         raise ValueError(f"{TIMEOUT_ENV} must be between 0 and 600 seconds, got {raw!r}")
     return value
-
-
-def template_main(fd: int, memory_bytes: int, file_bytes: int) -> None:
-    """The warm template: import and exercise the engine once, then fork a worker per request."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Ignoring SIGCHLD makes the kernel reap exited workers at once: no zombies.
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    warnings.simplefilter("ignore")
-    from treadwise.safemath.engine import warm_up
-
-    warm_up()
-    limits = Limits(memory_bytes, file_bytes)
-    control = socket.socket(fileno=fd)
-    try:
-        control.sendall(b"R")
-        while control.recv(1):
-            ours, theirs = socket.socketpair()
-            pid = os.fork()
-            if pid == 0:
-                _worker_main(control, ours, theirs, limits)
-            theirs.close()
-            socket.send_fds(control, [_PID.pack(pid)], [ours.fileno()])
-            ours.close()
-    except OSError:
-        pass  # the parent went away: so does the template
-    # Skip interpreter teardown (slow with sympy loaded); there is nothing to flush.
-    os._exit(0)
-
-
-def _worker_main(control: socket.socket, ours: socket.socket, theirs: socket.socket,
-                 limits: Limits) -> None:
-    code = 0
-    try:
-        control.close()
-        ours.close()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        serve(Connection(theirs.detach()), limits)
-    except (EOFError, OSError):
-        pass  # the parent went away
-    except BaseException:  # noqa: BLE001 - a forked child must never return into the parent's code
-        traceback.print_exc()
-        code = 1
-    finally:
-        os._exit(code)
-
-
-def serve(conn: Connection, limits: Limits) -> None:
-    """Worker loop: limit itself, then answer (op, kwargs, timeout) jobs until told to stop."""
-    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    _limit_cpu(0.0)
-    from treadwise.safemath.engine import run_job
-
-    conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError):
-            return
-        if job is None:
-            return
-        op, kwargs, timeout_s = job
-        _limit_cpu(timeout_s)
-        reply = run_job(op, kwargs, timeout_s, alarms=True)
-        try:
-            conn.send(reply)
-        except Exception:  # noqa: BLE001 - an unpicklable result is an error reply, not a crash
-            conn.send(("error", "the result could not be sent back", True))
-        if reply[2]:
-            return
-
-
-def _limit_cpu(timeout_s: float) -> None:
-    # RLIMIT_CPU counts the whole life of the process, so each job moves the soft limit to
-    # "used so far + this job's budget"; the kernel stops a job that spins past it.
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime + timeout_s + 1)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 class _Template:
@@ -188,12 +79,12 @@ class _Template:
     def fork(self) -> tuple[int, Connection]:
         with self.lock:
             self.control.sendall(b"F")
-            data, fds, _, _ = socket.recv_fds(self.control, _PID.size, 1)
-        if len(data) != _PID.size or len(fds) != 1:
+            data, fds, _, _ = socket.recv_fds(self.control, PID.size, 1)
+        if len(data) != PID.size or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
             raise OSError("the template did not answer")
-        return _PID.unpack(data)[0], Connection(fds[0])
+        return PID.unpack(data)[0], Connection(fds[0])
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -258,15 +149,19 @@ class MathEngine:
     """A pool of warm math workers: `min_workers` kept ready, growing to `max_workers` on demand.
 
     Each job runs in a worker process with memory, file-size and CPU limits and a wall-clock
-    timeout; a worker that times out or dies is replaced, and the caller gets a MathInputError
-    (or subclass) whose message is fit to show. Workers are forked from a warm template process
+    timeout; a worker that times out or dies is replaced, and the caller gets a MathError
+    (MathInputError, MathTimeoutError, MathBusyError or MathWorkerError) whose message is fit
+    to show. Workers are forked from a warm template process
     that has sympy, numpy and matplotlib loaded, so a new one is ready in milliseconds.
-    Thread-safe.
+    Jobs are admitted fairly (`admission.Admission`): at most `per_session` at once per
+    session, `quick_reserve` workers kept for quick operations, and a job waits up to
+    `queue_s` for its turn before it is refused as busy. Thread-safe.
     """
 
     def __init__(self, *, timeout_s: float = DEFAULT_TIMEOUT_S, min_workers: int = 2,
                  max_workers: int = 8, limits: Limits | None = None,
-                 max_jobs_per_worker: int = 500):
+                 max_jobs_per_worker: int = 500, per_session: int = 2, quick_reserve: int = 2,
+                 queue_s: float = DEFAULT_QUEUE_S):
         if not timeout_s > 0 or not 0 <= min_workers <= max_workers or max_workers < 1:
             raise ValueError("need timeout_s > 0 and 0 <= min_workers <= max_workers >= 1")
         self.timeout_s = timeout_s
@@ -274,6 +169,8 @@ class MathEngine:
         self.max_workers = max_workers
         self.limits = limits or Limits()
         self.max_jobs_per_worker = max_jobs_per_worker
+        self.admission = Admission(max_workers, per_session=per_session,
+                                   quick_reserve=quick_reserve, queue_s=queue_s)
         self._cond = threading.Condition()
         self._template_lock = threading.Lock()
         self._template: _Template | None = None
@@ -295,16 +192,26 @@ class MathEngine:
         self._top_up()
         return self
 
-    def run(self, op: str, /, *, timeout_s: float | None = None, **kwargs: Any) -> Any:
+    def run(self, op: str, /, *, session: str | None = None, timeout_s: float | None = None,
+            **kwargs: Any) -> Any:
         """Run engine operation `op` in a worker and return its result.
 
-        Raises MathInputError with a clear message for bad input, MathTimeoutError when the job
-        takes longer than the timeout, MathWorkerError when its worker dies twice in a row.
+        `session` (a conversation's thread id) is what fair shares are counted by; without one
+        the job counts as a session of its own. Raises MathInputError with a clear message for
+        bad input, MathTimeoutError when the job takes longer than the timeout, MathBusyError
+        when it waited too long for its turn, MathWorkerError when its worker dies twice in a row.
         """
         self._ensure_template()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        ticket = self.admission.enter(op, session)
+        try:
+            return self._run(op, kwargs, timeout)
+        finally:
+            self.admission.leave(ticket)
+
+    def _run(self, op: str, kwargs: dict[str, Any], timeout: float) -> Any:
         for attempt in range(2):
-            worker = self._acquire(timeout)
+            worker = self._acquire()
             try:
                 status, payload, retire = worker.call((op, kwargs, timeout), timeout)
             except _WorkerSilent:
@@ -344,6 +251,7 @@ class MathEngine:
             if self.closed:
                 return
             self.closed = True
+            self.admission.close()
             idle, busy = list(self._idle), self._workers - set(self._idle)
             self._idle.clear()
             self._cond.notify_all()
@@ -388,8 +296,10 @@ class MathEngine:
         if short:
             threading.Thread(target=self._top_up, name="treadwise-math-top-up", daemon=True).start()
 
-    def _acquire(self, wait_s: float) -> _Worker:
-        deadline = time.monotonic() + wait_s
+    def _acquire(self) -> _Worker:
+        """A worker for an admitted job: admission keeps jobs <= max_workers, so one is idle,
+        can be started, or is being started by a top-up and is moments away."""
+        deadline = time.monotonic() + FORK_TIMEOUT_S
         self._prune()
         with self._cond:
             while True:
@@ -401,9 +311,7 @@ class MathEngine:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise MathTimeoutError(
-                        f"all {self.max_workers} math workers are busy; try again in a moment"
-                    )
+                    raise MathWorkerError("no math worker became free; try again in a moment")
                 self._cond.wait(remaining)
         return self._spawn()
 
@@ -468,7 +376,7 @@ class MathEngine:
                 self._count += 1
             try:
                 worker = self._spawn()
-            except MathInputError:
+            except MathError:
                 return
             with self._cond:
                 if self.closed:

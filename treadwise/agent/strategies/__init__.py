@@ -1,0 +1,95 @@
+"""Reasoning strategies: how one user turn thinks, each a compiled graph with its own call budget.
+
+A small registry: `@strategy(...)` on a graph builder registers it by name. The built-ins are
+"module:function" strings, the same form an entry point of the group ``treadwise.strategies``
+carries, so outside strategies register exactly like ours.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+ENTRY_POINT_GROUP = "treadwise.strategies"
+DEFAULT_STRATEGY = "react"
+BUILTIN_STRATEGIES: dict[str, str] = {
+    "react": "treadwise.agent.strategies.react:build",
+    "plan-verify": "treadwise.agent.strategies.plan_verify:build",
+    "think-write": "treadwise.agent.strategies.think_write:build",
+    "self-consistency": "treadwise.agent.strategies.self_consistency:build",
+}
+
+
+@dataclass(frozen=True)
+class Kit:
+    """What a strategy's graph is built with; the persona and model arrive per turn."""
+
+    tools: Sequence[Any]
+    budget: int
+    checkpointer: Any = None
+    system_prompt: Callable[..., str] | None = None
+    settings: Any = None
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A registered strategy: its graph builder and the promises it makes about a turn."""
+
+    name: str
+    build: Callable[[Kit], Any]
+    budget: int  # model calls per user turn, at most
+    description: str
+    # Nodes whose model tokens are the answer (streamed to the user); other calls stay private.
+    answer_nodes: frozenset[str] = field(default_factory=frozenset)
+    # The Settings field that overrides the budget, for strategies whose budget is a setting.
+    budget_setting: str | None = None
+
+    def budget_for(self, settings: Any) -> int:
+        value = getattr(settings, self.budget_setting, None) if self.budget_setting else None
+        return int(value) if value else self.budget
+
+
+def recursion_limit(budget: int) -> int:
+    """A backstop only: every model call is one step, plus its tools and the bookkeeping."""
+    return 3 * budget + 10
+
+
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def strategy(name: str, *, budget: int, description: str, answer_nodes: Sequence[str] = ("write",),
+             budget_setting: str | None = None) -> Callable[[Callable], Callable]:
+    """Register a graph builder as a strategy."""
+    def register(build: Callable[[Kit], Any]) -> Callable[[Kit], Any]:
+        STRATEGIES[name] = Strategy(name, build, budget, description, frozenset(answer_nodes),
+                                    budget_setting)
+        return build
+
+    return register
+
+
+def available_strategies() -> dict[str, str]:
+    """Strategy name -> "module:function", plugins first so built-ins win on a clash."""
+    found = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return {**found, **BUILTIN_STRATEGIES}
+
+
+def strategy_names() -> list[str]:
+    return list(available_strategies())
+
+
+def get_strategy(name: str) -> Strategy:
+    """The strategy registered under `name`; importing its module registers it."""
+    name = (name or DEFAULT_STRATEGY).strip()
+    if name not in STRATEGIES:
+        target = available_strategies().get(name)
+        if target is None:
+            raise ValueError(f"unknown strategy {name!r}; choose one of "
+                             f"{', '.join(strategy_names())}")
+        importlib.import_module(target.partition(":")[0])
+        if name not in STRATEGIES:
+            raise ValueError(f"{target} did not register a strategy named {name!r}")
+    return STRATEGIES[name]

@@ -1,0 +1,243 @@
+"""ChatML prompts for local models: a short tools section, and tool calls read back from text."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+_NAME = re.compile(r'"(?:name|function)"\s*:\s*"([^"]+)"')
+_CALL_SYNTAX = re.compile(r"^\s*([A-Za-z_]\w*)\((.*)\)\s*\.?\s*$", re.S)
+TRIMMED_NOTE = "(Shortened: use the tools for anything not written here.)"
+ARG_KEYS = ("arguments", "parameters", "args", "input")
+# A 135M model follows a few lines, not pages: each tool is one line with its first sentence.
+TOOLS_INTRO = (
+    "You can use tools. To use one, reply with only this line and nothing else:\n"
+    '<tool_call>{"name": "TOOL", "arguments": {"ARG": VALUE}}</tool_call>\n'
+    "Then wait for the result and answer with it. Tools:"
+)
+
+
+def _summary(text: str, words: int = 12) -> str:
+    """The description's first clause, at most a dozen words."""
+    line = " ".join((text or "").split())
+    line = re.split(r"[.:;(]\s|\s\(|[.:;]$", line, maxsplit=1)[0]
+    cut = line.split(" ")
+    return " ".join(cut[:words]) + ("..." if len(cut) > words else "")
+
+
+def _signature(tool: Mapping[str, Any]) -> str:
+    function = tool.get("function", tool)
+    params = function.get("parameters") or {}
+    required = set(params.get("required") or ())
+    names = [n if n in required else f"{n}?" for n in (params.get("properties") or {})]
+    summary = _summary(function.get("description", ""))
+    return f"- {function['name']}({', '.join(names)}): {summary}"
+
+
+def tool_choice_name(tool_choice: Any) -> str | None:
+    """The one tool a tool_choice forces, in any of LangChain's spellings, else None."""
+    if isinstance(tool_choice, dict):
+        return (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
+    if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "any", "required"):
+        return tool_choice
+    return None
+
+
+def examples() -> str:
+    """Two worked exchanges after the system message. A 135M model ignored the instructions
+    alone on every test prompt; with examples to copy it sometimes calls a tool. They are maths
+    only, so no business fact in them can be repeated as if it were true."""
+    from langchain_core.messages import HumanMessage
+
+    turns: list[BaseMessage] = []
+    for question, tool, args, result, answer in (
+            ("What is 2 plus 3?", "add", {"a": 2, "b": 3}, "2 + 3 = 5", "2 plus 3 is 5."),
+            ("What is the square root of 49?", "square_root", {"x": 49}, "sqrt(49) = 7",
+             "The square root of 49 is 7.")):
+        call_id = f"example_{tool}"
+        turns += [HumanMessage(question),
+                  AIMessage("", tool_calls=[{"name": tool, "args": args, "id": call_id}]),
+                  ToolMessage(result, tool_call_id=call_id, name=tool), AIMessage(answer)]
+    return "".join(render_message(m) for m in turns)
+
+
+def tools_section(tools: Sequence[Mapping[str, Any]], tool_choice: Any = None) -> str:
+    """The lines appended to the system message; empty when tools are off for this call."""
+    if not tools or tool_choice == "none":
+        return ""
+    lines = [TOOLS_INTRO, *(_signature(t) for t in tools)]
+    forced = tool_choice_name(tool_choice)
+    if forced:
+        lines.append(f"Call the tool {forced} now.")
+    elif tool_choice in ("any", "required", True):
+        lines.append("Call one of these tools now.")
+    return "\n".join(lines)
+
+
+def _header(role: str) -> str:
+    return f"<|im_start|>{role}\n"
+
+
+def _block(role: str, text: str) -> str:
+    return f"{_header(role)}{text.strip()}<|im_end|>\n"
+
+
+def _assistant_text(message: AIMessage) -> str:
+    calls = [OPEN + json.dumps({"name": c["name"], "arguments": c["args"]}) + CLOSE
+             for c in message.tool_calls]
+    calls += [f"{OPEN}{c.get('args') or ''}{CLOSE}" for c in message.invalid_tool_calls]
+    return "\n".join(part for part in [message.text.strip(), *calls] if part)
+
+
+def _role_and_text(message: BaseMessage) -> tuple[str, str]:
+    if isinstance(message, AIMessage):
+        return "assistant", _assistant_text(message)
+    if isinstance(message, ToolMessage):
+        # Tool results arrive as a user turn: small chat models know only three roles.
+        return "user", f"Result of {message.name or 'the tool'}: {message.text}"
+    if isinstance(message, SystemMessage):
+        return "system", message.text
+    return "user", message.text
+
+
+def render_message(message: BaseMessage) -> str:
+    return _block(*_role_and_text(message))
+
+
+def system_text(messages: Sequence[BaseMessage]) -> str:
+    return "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage)).strip()
+
+
+def system_block(system: str, tools_text: str) -> str:
+    """The system message with the tools section: the same for every call of a persona, so
+    the engine can keep it evaluated between calls."""
+    return _block("system", "\n\n".join(p for p in (system, tools_text) if p))
+
+
+def fit_paragraphs(text: str, budget: int, count: Callable[[str], int]) -> str:
+    """The leading paragraphs of ``text`` that fit ``budget`` tokens (at least the first)."""
+    kept: list[str] = []
+    used = 0
+    paragraphs = text.split("\n\n")
+    for paragraph in paragraphs:
+        used += count(paragraph + "\n\n")
+        if kept and used > budget:
+            break
+        kept.append(paragraph)
+    if len(kept) < len(paragraphs):
+        kept.append(TRIMMED_NOTE)
+    return "\n\n".join(kept)
+
+
+def conversation(messages: Sequence[BaseMessage]) -> list[str]:
+    """Every non-system message, then the assistant's turn to speak, as blocks: each role line
+    and each message text is its own block (they tokenize apart: special tokens split them),
+    so a new question still shares "<|im_start|>user" with the previous prompt."""
+    blocks: list[str] = []
+    for message in messages:
+        if not isinstance(message, SystemMessage):
+            role, text = _role_and_text(message)
+            blocks += [_header(role), f"{text.strip()}<|im_end|>\n"]
+    return [*blocks, _header("assistant")]
+
+
+@dataclass
+class ParsedCall:
+    name: str
+    args: dict[str, Any] | None
+    raw: str
+    error: str | None = None
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        self.id = self.id or f"call_{uuid.uuid4().hex[:12]}"
+
+
+def _loads(text: str) -> Any:
+    """Strict JSON first, then LangChain's lenient reader (the same one streamed calls use)."""
+    from langchain_core.utils.json import parse_partial_json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return parse_partial_json(text)
+
+
+def _call_from(obj: Any, raw: str) -> ParsedCall | None:
+    if not isinstance(obj, dict):
+        return None
+    function = obj.get("function")
+    if isinstance(function, dict):
+        obj = function
+    name = obj.get("name") or (function if isinstance(function, str) else None)
+    if not isinstance(name, str) or not name:
+        return None
+    args = next((obj[k] for k in ARG_KEYS if k in obj), {})
+    if isinstance(args, str):
+        try:
+            args = _loads(args) if args.strip() else {}
+        except ValueError:
+            args = None
+    if not isinstance(args, dict):
+        return ParsedCall(name, None, raw, "its arguments are not a JSON object")
+    return ParsedCall(name, args, raw)
+
+
+def _calls_in(raw: str) -> list[ParsedCall]:
+    """Every call written in one block: an object, a list of them, or text that is neither."""
+    text = _FENCE.sub("", raw.strip()).strip()
+    try:
+        parsed = _loads(text)
+    except ValueError:
+        parsed = None
+    items = parsed if isinstance(parsed, list) else [parsed]
+    calls = [c for item in items if (c := _call_from(item, raw)) is not None]
+    if calls:
+        return calls
+    name = _NAME.search(text)
+    return [ParsedCall(name.group(1) if name else "", None, raw,
+                       "its arguments are not valid JSON")]
+
+
+def _positional(text: str, tools: Sequence[Mapping[str, Any]]) -> list[ParsedCall]:
+    """add(5, 4): a whole reply in call syntax naming a real tool, arguments in schema order."""
+    match = _CALL_SYNTAX.match(text)
+    specs = {t.get("function", t)["name"]: t.get("function", t) for t in tools}
+    if not match or match.group(1) not in specs:
+        return []
+    names = list((specs[match.group(1)].get("parameters") or {}).get("properties") or {})
+    try:
+        values = json.loads(f"[{match.group(2)}]")
+    except ValueError:
+        return [ParsedCall(match.group(1), None, text, "its arguments could not be read")]
+    if len(values) > len(names):
+        return [ParsedCall(match.group(1), None, text, "it has too many arguments")]
+    return [ParsedCall(match.group(1), dict(zip(names, values, strict=False)), text)]
+
+
+def parse_reply(text: str, tools: Sequence[Mapping[str, Any]]) -> tuple[str, list[ParsedCall]]:
+    """(the prose, the tool calls) of a generated reply; with no tools offered, only prose."""
+    if OPEN in text:
+        prose = _BLOCK.sub("", text).strip()
+        if not tools:
+            return prose, []
+        return prose, [c for raw in _BLOCK.findall(text) for c in _calls_in(raw)]
+    stripped = _FENCE.sub("", text.strip()).strip()
+    if tools and stripped[:1] in ("{", "["):
+        calls = _calls_in(stripped)
+        if calls and (calls[0].args is not None or calls[0].name):
+            return "", calls
+    if tools:
+        if calls := _positional(stripped, tools):
+            return "", calls
+    return text.strip(), []
+

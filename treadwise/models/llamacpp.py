@@ -1,0 +1,235 @@
+"""llama.cpp engines: each GGUF file loaded once per process and shared under one lock."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from treadwise.errors import ModelLimitError, ModelUnavailable
+
+INSTALL_HINT = "python -m pip install -r requirements-local.txt"
+DEFAULT_N_CTX = 8192
+# Room the reply needs at least; a prompt that leaves less is refused rather than cut mid-word.
+MIN_REPLY_TOKENS = 32
+# One system block per persona and tool setting stays ready: three personas, with and without tools.
+SAVED_PREFIXES = 6
+
+_engines: dict[tuple[str, int], LlamaEngine] = {}
+_engines_lock = threading.Lock()
+
+
+class LocalTimeout(TimeoutError):
+    """The local model did not finish within the configured time (waiting included)."""
+
+
+@dataclass
+class Generation:
+    """What one generation cost, filled in while it runs."""
+
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    finish_reason: str = "stop"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling beyond temperature. Small models loop on greedy decoding without a repeat
+    penalty (SmolLM2-135M repeated one sentence until max_tokens here)."""
+
+    top_p: float = 0.95
+    top_k: int = 40
+    min_p: float = 0.05
+    repeat_penalty: float = 1.15
+
+
+def _threads() -> int:
+    """Half the cores for prompt reading too (llama.cpp's default uses all of them for it): on a
+    busy 2-core machine two spinning threads made a 30-token reply 20 times slower than one."""
+    raw = os.environ.get("TREADWISE_LOCAL_THREADS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def engine(path: str, n_ctx: int = DEFAULT_N_CTX) -> LlamaEngine:
+    """The process's engine for this file and context size, loaded on first use."""
+    key = (os.path.realpath(path), n_ctx)
+    with _engines_lock:
+        if key not in _engines:
+            _engines[key] = LlamaEngine(key[0], n_ctx)
+        return _engines[key]
+
+
+def loaded(path: str, n_ctx: int = DEFAULT_N_CTX) -> bool:
+    return (os.path.realpath(path), n_ctx) in _engines
+
+
+class LlamaEngine:
+    """One llama.cpp context. Contexts are not thread-safe, so every generation holds the lock.
+    What a prompt shares with the previous one (the system block, earlier messages) stays
+    evaluated, and a few system blocks are saved, so a call reads only what is new."""
+
+    def __init__(self, path: str, n_ctx: int):
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ModelUnavailable(f"the local model needs llama-cpp-python: {INSTALL_HINT}") \
+                from None
+        threads = _threads()
+        try:
+            self.llm = Llama(model_path=path, n_ctx=n_ctx, verbose=False, n_threads=threads,
+                             n_threads_batch=threads)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelUnavailable(f"cannot load the GGUF file {path}: {exc}") from None
+        self.path, self.n_ctx = path, n_ctx
+        self.lock = threading.Lock()
+        # The prompt blocks whose evaluation the context holds, from position 0.
+        self._live: list[tuple[int, ...]] = []
+        # System blocks already evaluated, as llama.cpp sequence states (about 25 kB a token).
+        self._saved: dict[tuple[int, ...], tuple[Any, int]] = {}
+        self._heads: dict[str, list[int]] = {}
+        self._stops = {self.llm.token_eos(), *self.tokens("<|im_end|><|im_start|><|endoftext|>")}
+
+    def tokens(self, text: str) -> list[int]:
+        """The model's own tokenization (special tokens such as <|im_start|> included)."""
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def _head_tokens(self, text: str) -> list[int]:
+        # System blocks repeat on every call of a persona: tokenize each once.
+        if text not in self._heads:
+            if len(self._heads) >= 16:
+                self._heads.clear()
+            self._heads[text] = self.tokens(text)
+        return self._heads[text]
+
+    def count(self, text: str) -> int:
+        return len(self.tokens(text))
+
+    def generate(self, blocks: Sequence[str], *, max_tokens: int, temperature: float,
+                 seed: int | None, timeout_s: float, stats: Generation,
+                 sampling: Sampling | None = None) -> Iterator[str]:
+        """Yield the reply to the prompt ``blocks`` piece by piece (the first block is the
+        system block); ``stats`` holds the counts when it ends."""
+        deadline = time.monotonic() + timeout_s
+        tokens = [tuple(self._head_tokens(blocks[0]))] + [tuple(self.tokens(b))
+                                                           for b in blocks[1:]]
+        stats.prompt_tokens = sum(map(len, tokens))
+        room = self.n_ctx - stats.prompt_tokens
+        if room < MIN_REPLY_TOKENS:
+            raise ModelLimitError(
+                f"The conversation is too long for the local model ({stats.prompt_tokens} of "
+                f"{self.n_ctx} tokens). Please start a new conversation.")
+        if not self.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise LocalTimeout(f"the local model was busy for {timeout_s:g} s")
+        try:
+            self._load_prompt(tokens, deadline)
+            yield from self._sample(min(max_tokens, room), temperature, seed,
+                                    sampling or Sampling(), deadline, stats)
+        except RuntimeError as exc:
+            self._live = []
+            raise ModelLimitError(f"The local model failed ({exc}). Please try again.") from None
+        finally:
+            self.lock.release()
+
+    def _load_prompt(self, blocks: list[tuple[int, ...]], deadline: float) -> None:
+        """Evaluate the prompt block by block, keeping the leading blocks already evaluated.
+
+        Each block is evaluated on its own, starting where the blocks before it end, whether
+        now or in an earlier call (the system block may come back from a saved state), so the
+        numbers are the same whatever ran before and the same seed gives the same reply.
+        """
+        keep = 0
+        # The last block is always evaluated: sampling needs its fresh logits.
+        for new, old in zip(blocks[:-1], self._live, strict=False):
+            if new != old:
+                break
+            keep += 1
+        try:
+            if keep:
+                self._live = self._live[:keep]
+                kept = sum(map(len, self._live))
+                self.llm._ctx.kv_cache_seq_rm(-1, kept, -1)
+                self.llm.n_tokens = kept
+            else:
+                self._start(blocks[0], deadline)
+                keep = 1
+            for block in blocks[keep:]:
+                self._eval(list(block), deadline)
+                self._live.append(block)
+        except BaseException:
+            self._live = []
+            raise
+
+    def _start(self, head: tuple[int, ...], deadline: float) -> None:
+        self._live = []
+        if head in self._saved:
+            self._restore(head)
+        else:
+            self.llm.reset()
+            self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+            self._eval(list(head), deadline)
+            self._save(head)
+        self._live = [head]
+
+    def _save(self, key: tuple[int, ...]) -> None:
+        import ctypes
+
+        import llama_cpp
+
+        ctx = self.llm._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
+        self._saved.pop(key, None)
+        while len(self._saved) >= SAVED_PREFIXES:
+            self._saved.pop(next(iter(self._saved)))
+        self._saved[key] = (buffer, written)
+
+    def _restore(self, key: tuple[int, ...]) -> None:
+        import llama_cpp
+
+        buffer, size = self._saved.pop(key)
+        self._saved[key] = (buffer, size)  # most recently used last
+        llm = self.llm
+        llm.reset()
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buffer, size, 0) != size:
+            raise RuntimeError("restoring a saved prompt failed")
+        llm.input_ids[:len(key)] = key
+        llm.n_tokens = len(key)
+
+    def _eval(self, tokens: list[int], deadline: float) -> None:
+        step = self.llm.n_batch
+        for start in range(0, len(tokens), step):
+            if time.monotonic() > deadline:
+                raise LocalTimeout("the local model did not finish reading the prompt in time")
+            self.llm.eval(tokens[start:start + step])
+
+    def _sample(self, max_tokens: int, temperature: float, seed: int | None,
+                sampling: Sampling, deadline: float, stats: Generation) -> Iterator[str]:
+        llm = self.llm
+        llm.set_seed(seed if seed is not None else random.SystemRandom().randrange(2**31))
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        stats.finish_reason = "length"
+        for token in llm.generate([], temp=temperature, top_p=sampling.top_p,
+                                  top_k=sampling.top_k, min_p=sampling.min_p,
+                                  repeat_penalty=sampling.repeat_penalty, reset=False):
+            if token in self._stops:
+                stats.finish_reason = "stop"
+                break
+            stats.output_tokens += 1
+            if text := decoder.decode(llm.detokenize([token])):
+                yield text
+            if stats.output_tokens >= max_tokens:
+                break
+            if time.monotonic() > deadline:
+                raise LocalTimeout("the local model did not finish its reply in time")
+        if tail := decoder.decode(b"", final=True):
+            yield tail
+

@@ -1,0 +1,84 @@
+"""Arithmetic operations: the four operations, powers, roots and the general calculator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sympy as sp
+
+from treadwise.safemath.display import show, show_expr
+from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.jobs import operation, quietly
+from treadwise.safemath.numbers import echo, number_text, operand
+from treadwise.safemath.parser import parse
+from treadwise.safemath.sizes import check_size, checked_power
+
+
+def _arithmetic(symbol: str, a: object, b: object, combine: Callable) -> str:
+    left, right = operand(a, "the first number"), operand(b, "the second number")
+    result = check_size(combine(left, right))
+    if result.has(sp.zoo, sp.nan):
+        raise MathInputError("the result is undefined (division by zero)")
+    shown = f"{number_text(left, wrap_negative=False)} {symbol} {number_text(right)}"
+    return f"{shown} = {show(result)}"
+
+
+@operation
+def add(a: float, b: float) -> str:
+    return _arithmetic("+", a, b, lambda x, y: x + y)
+
+
+@operation
+def subtract(a: float, b: float) -> str:
+    return _arithmetic("-", a, b, lambda x, y: x - y)
+
+
+@operation
+def multiply(a: float, b: float) -> str:
+    return _arithmetic("×", a, b, lambda x, y: x * y)
+
+
+@operation
+def divide(a: float, b: float) -> str:
+    if operand(b, "the second number").is_zero:
+        raise MathInputError("cannot divide by zero")
+    return _arithmetic("÷", a, b, lambda x, y: x / y)
+
+
+@operation
+def power(base: float, exponent: float) -> str:
+    value, exp = operand(base, "the base"), operand(exponent, "the exponent")
+    if value.is_zero and exp.is_negative:
+        raise MathInputError("0 to a negative power is undefined (division by zero)")
+    result = checked_power(value, exp)
+    return f"{number_text(value)}^{number_text(exp)} = {show(result)}"
+
+
+@operation
+def square(x: float) -> str:
+    value = operand(x)
+    return f"{number_text(value)}² = {show(checked_power(value, sp.Integer(2)))}"
+
+
+@operation
+def square_root(x: float) -> str:
+    value = operand(x)
+    root = sp.sqrt(value)
+    if value.is_negative:
+        return (
+            f"√({number_text(value, False)}) = {show(root)} "
+            f"(imaginary: a negative number has no real square root)"
+        )
+    return f"√{number_text(value)} = {show(root)}"
+
+
+@operation
+def calculate(expression: str) -> str:
+    value = parse(expression)
+    if value.has(sp.nan, sp.zoo):
+        raise MathInputError("the result is undefined (for example a division by zero)")
+    if not value.is_Atom:
+        simpler = quietly(lambda: sp.simplify(value), 0.6)
+        if simpler is not None and len(show_expr(simpler)) < len(show_expr(value)):
+            value = simpler
+    return f"{echo(expression)} = {show(value)}"

@@ -1,0 +1,108 @@
+"""What every lead store shares: the interface, its errors, and the validation before a write."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from treadwise.emails import ADDRESS_RE
+from treadwise.errors import redact
+
+MAX_EMAIL = 254
+MAX_NAME = 100
+MAX_MESSAGE = 2000
+MAX_QUESTION = 2000
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class InvalidLead(ValueError):
+    """An e-mail, name, message or question that cannot be stored; the message says why."""
+
+
+class StoreUnavailable(RuntimeError):
+    """The data store cannot be written (read-only, full, busy); the message says which."""
+
+
+@dataclass(frozen=True)
+class LeadResult:
+    stored: bool
+    duplicate: bool
+    id: int
+
+
+@dataclass(frozen=True)
+class Lead:
+    """A lead that passed validation, with the keys that make a repeat the same lead."""
+
+    email: str
+    name: str
+    message: str
+
+    @property
+    def keys(self) -> tuple[str, str]:
+        return self.email.casefold(), same_message_key(self.message)
+
+
+class LeadStore(Protocol):
+    """Leads (exactly once per e-mail + message) and unanswered questions, oldest first."""
+
+    def add_lead(self, email: str, name: str, message: str) -> LeadResult: ...
+    def replace_lead(self, old_email: str, email: str, name: str,
+                     message: str) -> LeadResult: ...
+    def add_feedback(self, question: str) -> int: ...
+    def leads(self) -> list[dict]: ...
+    def feedback(self) -> list[dict]: ...
+    def lead_count(self) -> int: ...
+    def feedback_count(self) -> int: ...
+
+
+def validate_email(email: str) -> str:
+    """The address stripped of surrounding spaces, or InvalidLead saying what is wrong."""
+    email = email.strip()
+    if not email:
+        raise InvalidLead("an e-mail address is required")
+    if len(email) > MAX_EMAIL:
+        raise InvalidLead(f"the e-mail address is longer than {MAX_EMAIL} characters")
+    if "\r" in email or "\n" in email:
+        raise InvalidLead("the e-mail address must not contain line breaks")
+    if any(char in email for char in ",;<>"):
+        raise InvalidLead("give exactly one plain e-mail address (no commas, semicolons or <>)")
+    if re.search(r"\s", email) or _CONTROL.search(email):
+        raise InvalidLead("the e-mail address must not contain spaces or control characters")
+    if not ADDRESS_RE.fullmatch(email):
+        raise InvalidLead(f"{email!r} is not a valid e-mail address like name@example.com")
+    return email
+
+
+def validate_text(value: str, field: str, limit: int, *, required: bool, lines: bool) -> str:
+    value = redact(value).strip()  # a key typed into a lead or question is never stored
+    if required and not value:
+        raise InvalidLead(f"the {field} is empty")
+    if len(value) > limit:
+        raise InvalidLead(f"the {field} is {len(value)} characters long; the limit is {limit}")
+    if (_CONTROL_BUT_LINES if lines else _CONTROL).search(value):
+        what = "control characters" if lines else "line breaks or control characters"
+        raise InvalidLead(f"the {field} must not contain {what}")
+    return value
+
+
+def validate_lead(email: str, name: str, message: str) -> Lead:
+    """The lead as it will be stored, or InvalidLead saying which field is wrong and why."""
+    return Lead(email=validate_email(email),
+                name=validate_text(name, "name", MAX_NAME, required=False, lines=False),
+                message=validate_text(message, "message", MAX_MESSAGE, required=True,
+                                      lines=True))
+
+
+def validate_question(question: str) -> str:
+    return validate_text(question, "question", MAX_QUESTION, required=True, lines=True)
+
+
+def same_message_key(message: str) -> str:
+    # Case, spacing and a closing full stop do not make a new request out of a repeated one.
+    text = " ".join(message.split()).casefold().rstrip(".!? ")
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,99 @@
+"""PostgreSQL schema: a versioned list of migrations, applied on start under an advisory lock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from treadwise.storage.leads import StoreUnavailable
+
+# Applied in order, each once, in its own transaction; the function's name is its version.
+# Never edit or reorder a released migration: add a new one.
+MIGRATIONS: list = []
+migration = MIGRATIONS.append
+
+MIGRATION_LOCK = 0x7472656164776973  # "treadwis": one key for every TreadWise schema change
+LOCK_WAIT_S = 120.0
+LOCK_POLL_S = 0.05
+
+
+@migration
+def m001_leads_and_feedback(conn: Any) -> None:
+    conn.execute("""
+        CREATE TABLE leads (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            created_at TIMESTAMPTZ NOT NULL,
+            email TEXT NOT NULL,
+            email_key TEXT NOT NULL,
+            name TEXT NOT NULL,
+            message TEXT NOT NULL,
+            message_key TEXT NOT NULL,
+            CONSTRAINT leads_once UNIQUE (email_key, message_key)
+        )""")
+    conn.execute("""
+        CREATE TABLE feedback (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            created_at TIMESTAMPTZ NOT NULL,
+            question TEXT NOT NULL
+        )""")
+
+
+@migration
+def m002_plots(conn: Any) -> None:
+    # Plots live beside the conversation, so any replica can show a reply another one made.
+    conn.execute("""
+        CREATE TABLE plots (
+            name TEXT PRIMARY KEY,
+            png BYTEA NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )""")
+
+
+@contextmanager
+def advisory_lock(conn: Any, key: int, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold a session advisory lock on an autocommit connection.
+
+    It polls with pg_try_advisory_lock instead of waiting in pg_advisory_lock: a waiting
+    statement keeps a snapshot open, and the CREATE INDEX CONCURRENTLY in LangGraph's own
+    migrations would wait for that snapshot while its waiter waits for the lock (a deadlock).
+    """
+    deadline = time.monotonic() + wait_s
+    while not conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (key,)).fetchone()["got"]:
+        if time.monotonic() > deadline:
+            raise StoreUnavailable(f"the database schema is locked by another process (waited "
+                                   f"{wait_s:g} s)")
+        time.sleep(LOCK_POLL_S)
+    try:
+        yield
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+def migrate(conn: Any) -> list[str]:
+    """Bring the schema up to date: ours, then LangGraph's checkpoint tables.
+
+    `conn` is an autocommit connection with dict rows. Replicas starting together take turns
+    under one advisory lock; returns the names of the migrations applied by this call.
+    """
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with advisory_lock(conn, MIGRATION_LOCK):
+        conn.execute("""
+            CREATE TABLE IF NOT EXISTS treadwise_migrations (
+                name TEXT PRIMARY KEY,
+                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )""")
+        done = {row["name"] for row in conn.execute("SELECT name FROM treadwise_migrations")}
+        applied = []
+        for step in MIGRATIONS:
+            if step.__name__ in done:
+                continue
+            with conn.transaction():
+                step(conn)
+                conn.execute("INSERT INTO treadwise_migrations (name) VALUES (%s)",
+                             (step.__name__,))
+            applied.append(step.__name__)
+        PostgresSaver(conn).setup()
+    return applied

@@ -1,0 +1,227 @@
+"""PostgreSQL store for leads, feedback and plots, over one connection pool per process."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from treadwise.errors import redact
+from treadwise.storage.leads import (
+    Lead,
+    LeadResult,
+    StoreUnavailable,
+    validate_lead,
+    validate_question,
+)
+from treadwise.storage.migrations import migrate
+
+CONNECT_TIMEOUT_S = 5  # a dead or unroutable server is an error after this, never a hang
+POOL_TIMEOUT_S = 10.0  # the longest a call waits for a free connection
+POOL_MAX = 10  # the app runs 8 turns at once; memory takes one connection at a time
+log = logging.getLogger(__name__)
+
+_pools: dict[tuple[int, str], ConnectionPool] = {}
+_pools_lock = threading.Lock()
+
+
+def describe(url: str) -> str:
+    """The URL as it may be shown: user, host, port and database; never the password."""
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is not a number: say so rather than fail while reporting
+        port = ":(invalid port)"
+    user = f"{parts.username}@" if parts.username else ""
+    return f"{parts.scheme}://{user}{parts.hostname or ''}{port}{parts.path}"
+
+
+def unavailable(exc: BaseException) -> StoreUnavailable:
+    """What a chat user may read about a database failure (the log gets the details)."""
+    if isinstance(exc, PoolTimeout):
+        reason = f"the database is busy or unreachable (no connection within {POOL_TIMEOUT_S:g} s)"
+    elif isinstance(exc, psycopg.errors.DiskFull):
+        reason = "the database is full"
+    elif isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        reason = "the database is read-only"
+    elif isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        reason = "the database is unreachable"
+    else:
+        reason = f"the database refused the write ({type(exc).__name__})"
+    return StoreUnavailable(reason)
+
+
+def connection_kwargs() -> dict[str, Any]:
+    # What LangGraph's PostgresSaver documents: autocommit, dict rows, statements prepared at
+    # once (behind PgBouncer in transaction mode, use a version with prepared statement support).
+    return {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+            "connect_timeout": CONNECT_TIMEOUT_S}
+
+
+def open_pool(url: str, *, max_size: int = POOL_MAX) -> ConnectionPool:
+    """A pool on `url` with the schema migrated, or StoreUnavailable within the timeouts."""
+    try:
+        # One plain connection first: a refused or failed login is reported at once, with its
+        # reason, instead of as a pool timeout after retrying in the background.
+        with psycopg.connect(url, **connection_kwargs()) as conn:
+            applied = migrate(conn)
+    except psycopg.Error as exc:
+        log.warning("cannot use the database %s: %s", describe(url),
+                    redact(str(exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__)
+        raise unavailable(exc) from exc
+    if applied:
+        log.info("database %s migrated: %s", describe(url), ", ".join(applied))
+    pool = ConnectionPool(url, min_size=1, max_size=max_size, kwargs=connection_kwargs(),
+                          timeout=POOL_TIMEOUT_S, check=ConnectionPool.check_connection,
+                          name="treadwise", open=False)
+    try:
+        pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+    except PoolTimeout as exc:
+        pool.close()
+        raise unavailable(exc) from exc
+    return pool
+
+
+def shared_pool(url: str) -> ConnectionPool:
+    """This process's pool for `url`, opened (and the schema migrated) on first use.
+
+    Keyed by process id too: a forked child must open its own connections, never reuse the
+    sockets of its parent's pool.
+    """
+    key = (os.getpid(), url)
+    with _pools_lock:
+        if key not in _pools:
+            _pools[key] = open_pool(url)
+        return _pools[key]
+
+
+def close_pools() -> None:
+    """Close every pool this process opened (tests, and a clean shutdown)."""
+    with _pools_lock:
+        pools = [pool for (pid, _), pool in _pools.items() if pid == os.getpid()]
+        _pools.clear()
+    for pool in pools:
+        pool.close()
+
+
+class PostgresStore:
+    """Leads and feedback in PostgreSQL, shared by every replica; same behaviour as SQLite's."""
+
+    def __init__(self, pool: ConnectionPool, clock: Callable[[], datetime] | None = None):
+        self.pool = pool
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    @classmethod
+    def connect(cls, url: str, clock: Callable[[], datetime] | None = None) -> PostgresStore:
+        return cls(shared_pool(url), clock)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg.Connection]:
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            log.warning("database call failed: %s", redact(str(exc)).strip()[:300])
+            raise unavailable(exc) from exc
+
+    def add_lead(self, email: str, name: str, message: str) -> LeadResult:
+        """Store a customer's interest once per (e-mail, message), whichever replica asks."""
+        lead = validate_lead(email, name, message)
+        email_key, message_key = lead.keys
+        with self._transaction() as conn:
+            # Two replicas inserting the same key at once: the second waits for the first to
+            # commit, then does nothing, and the SELECT (a new snapshot) finds the first's row.
+            row = conn.execute(
+                "INSERT INTO leads (created_at, email, email_key, name, message, message_key)"
+                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+                (self._clock(), lead.email, email_key, lead.name, lead.message, message_key),
+            ).fetchone()
+            if row is not None:
+                return LeadResult(stored=True, duplicate=False, id=row["id"])
+            existing = conn.execute(
+                "SELECT id FROM leads WHERE email_key = %s AND message_key = %s",
+                (email_key, message_key)).fetchone()
+        return LeadResult(stored=False, duplicate=True, id=existing["id"])
+
+    def replace_lead(self, old_email: str, email: str, name: str, message: str) -> LeadResult:
+        """Correct the address of a stored request: the lead (old_email, message) moves to
+        `email` instead of a second lead being added; without that lead it is added anew."""
+        lead = validate_lead(email, name, message)
+        try:
+            return self._replace(old_email.strip().casefold(), lead)
+        except StoreUnavailable as exc:
+            # Another replica stored the corrected lead between our look and our update: the
+            # second look finds it and keeps one.
+            if not isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise
+            return self._replace(old_email.strip().casefold(), lead)
+
+    def _replace(self, old_key: str, lead: Lead) -> LeadResult:
+        email_key, message_key = lead.keys
+        find = "SELECT id FROM leads WHERE email_key = %s AND message_key = %s FOR UPDATE"
+        with self._transaction() as conn:
+            old = conn.execute(find, (old_key, message_key)).fetchone()
+            taken = conn.execute(find, (email_key, message_key)).fetchone()
+            if old is not None and taken is not None and old["id"] == taken["id"]:
+                return LeadResult(stored=False, duplicate=True, id=old["id"])  # no change
+            if old is not None and taken is None:
+                conn.execute("UPDATE leads SET email = %s, email_key = %s, name = %s"
+                             " WHERE id = %s", (lead.email, email_key, lead.name, old["id"]))
+                return LeadResult(stored=True, duplicate=False, id=old["id"])
+            if old is not None:
+                conn.execute("DELETE FROM leads WHERE id = %s", (old["id"],))
+        if taken is not None:
+            return LeadResult(stored=old is not None, duplicate=old is None, id=taken["id"])
+        return self.add_lead(lead.email, lead.name, lead.message)
+
+    def add_feedback(self, question: str) -> int:
+        """Store an unanswered question for staff to follow up; returns its id."""
+        question = validate_question(question)
+        with self._transaction() as conn:
+            return conn.execute(
+                "INSERT INTO feedback (created_at, question) VALUES (%s, %s) RETURNING id",
+                (self._clock(), question)).fetchone()["id"]
+
+    def leads(self) -> list[dict]:
+        """Every lead, oldest first: id, created_at, email, name, message."""
+        return self._rows("SELECT id, created_at, email, name, message FROM leads ORDER BY id")
+
+    def feedback(self) -> list[dict]:
+        """Every stored question, oldest first: id, created_at, question."""
+        return self._rows("SELECT id, created_at, question FROM feedback ORDER BY id")
+
+    def lead_count(self) -> int:
+        return self._count("leads")
+
+    def feedback_count(self) -> int:
+        return self._count("feedback")
+
+    def save_plot(self, name: str, png: bytes) -> None:
+        with self._transaction() as conn:
+            conn.execute("INSERT INTO plots (name, png) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                         (name, png))
+
+    def load_plot(self, name: str) -> bytes | None:
+        with self._transaction() as conn:
+            row = conn.execute("SELECT png FROM plots WHERE name = %s", (name,)).fetchone()
+        return bytes(row["png"]) if row else None
+
+    def _rows(self, sql: str) -> list[dict]:
+        with self._transaction() as conn:
+            rows = conn.execute(sql).fetchall()
+        # The same text SQLite keeps, so an export reads the same whichever store wrote it.
+        return [{**row, "created_at": row["created_at"].astimezone(UTC)
+                 .isoformat(timespec="seconds")} for row in rows]
+
+    def _count(self, table: str) -> int:
+        with self._transaction() as conn:
+            return conn.execute(f"SELECT count(*) AS n FROM {table}").fetchone()["n"]
