@@ -92,6 +92,7 @@ class ChatTab:
         self.settings = settings
         self.access = access or Access(settings)
         self.personas = load_personas()
+        self.strategies = strategy_names()  # read once: it scans the installed entry points
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.cache_dir = ""
@@ -155,7 +156,7 @@ class ChatTab:
                 temperature = accept_any(gr.Slider(*TEMPERATURE_RANGE, value=0.0, step=0.05,
                                                    label="Temperature", elem_id="temperature"))
                 strategy = accept_any(gr.Dropdown(
-                    choices=strategy_names(), value=DEFAULT_STRATEGY, label="Strategy",
+                    choices=self.strategies, value=DEFAULT_STRATEGY, label="Strategy",
                     elem_id="strategy-picker",
                     info="How the assistant thinks: react (the default reason/tools loop) or "
                          "another strategy, each with its own budget of model calls; every "
@@ -279,8 +280,8 @@ class ChatTab:
         if choice.persona not in self.personas:
             names = ", ".join(self.personas)
             return f"There is no persona {choice.persona!r}; pick one of {names}."
-        if (choice.strategy or DEFAULT_STRATEGY) not in strategy_names():
-            names = ", ".join(strategy_names())
+        if (choice.strategy or DEFAULT_STRATEGY) not in self.strategies:
+            names = ", ".join(self.strategies)
             return f"There is no strategy {choice.strategy!r}; pick one of {names}."
         return temperature_refusal(choice.temperature) or \
             self.access.model_refusal(spec, request)
