@@ -25,7 +25,7 @@ CSS = """
 @media (max-width: 720px) {
   .tw-chat-row { flex-direction: column; }
   .tw-settings { order: -1; }
-  .tw-personas, .tw-settings .tw-note { display: none; }
+  .tw-personas, .tw-settings .tw-note, .tw-settings .info-text { display: none; }
 }
 .tw-footer { display: block; margin-top: 0.4rem; font-size: 0.78rem;
              color: var(--body-text-color-subdued); }
