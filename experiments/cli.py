@@ -1,4 +1,4 @@
-"""Command line: run (or resume) a sweep, report on a run, list runs."""
+"""Command line: run (or resume) a sweep, report on it, list runs, show a case, compare runs."""
 
 from __future__ import annotations
 
@@ -39,12 +39,32 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=_positive, default=None, metavar="N",
                      help="run at most N more cases (resume later for the rest)")
     run.add_argument("--no-report", action="store_true", help="skip the report at the end")
+    run.add_argument("--retry-errors", action="store_true",
+                     help="with --resume: run again only the cases whose latest row is an "
+                     "error (provider or harness failure)")
+    run.add_argument("--cache", nargs="?", const=True, default=False, type=Path,
+                     metavar="FILE", help="answer identical model requests from a response "
+                     "cache (default file: OUT/.cache/responses.sqlite)")
 
     report = commands.add_parser("report", help="(re)write the report of a run from its CSV")
     report.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    report.add_argument("--no-charts", action="store_true", help="tables and text only")
 
     listing = commands.add_parser("list", help="list runs, newest first")
     listing.add_argument("--out", type=Path, default=Path("results"))
+
+    show = commands.add_parser("show", help="print one case's transcript")
+    show.add_argument("run_dir", type=Path, metavar="RUN")
+    show.add_argument("case", metavar="CASE",
+                      help="a case key, or any part of one that only one case has")
+    show.add_argument("--json", action="store_true", help="the transcript's JSON line")
+
+    compare = commands.add_parser("compare", help="compare run B against run A, paired case "
+                                  "by case")
+    compare.add_argument("run_a", type=Path, metavar="RUN_A")
+    compare.add_argument("run_b", type=Path, metavar="RUN_B")
+    compare.add_argument("--out", type=Path, default=None,
+                         help="folder for comparison.md/.csv/.png (default: RUN_B/compare-A)")
     return parser
 
 
@@ -55,7 +75,8 @@ def _run(args: argparse.Namespace) -> int:
         print("note: --resume uses the grid saved in the run folder; --grid is ignored",
               file=sys.stderr)
     run_dir = run_sweep(args.grid, out_dir=args.out, resume=args.resume, strict=args.strict,
-                        limit=args.limit, report=not args.no_report)
+                        limit=args.limit, report=not args.no_report,
+                        retry_errors=args.retry_errors, cache=args.cache)
     print(run_dir)
     return EXIT_OK
 
@@ -63,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from experiments.report import write_report
 
-    print(write_report(args.run_dir))
+    print(write_report(args.run_dir, charts=not args.no_charts))
     return EXIT_OK
 
 
@@ -77,9 +98,29 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _show(args: argparse.Namespace) -> int:
+    import json
+
+    from experiments.transcripts import find_transcript, render
+
+    transcript = find_transcript(args.run_dir, args.case)
+    print(json.dumps(transcript, ensure_ascii=False) if args.json else render(transcript))
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from experiments.compare import compare_runs
+
+    result = compare_runs(args.run_a, args.run_b, args.out)
+    print(result.report.read_text(encoding="utf-8").split("\n\n|", 1)[0].strip())
+    print(result.report)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"run": _run, "report": _report, "list": _list}
+    handlers = {"run": _run, "report": _report, "list": _list, "show": _show,
+                "compare": _compare}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -1,13 +1,11 @@
-"""Sweep progress: the Progress record callers receive and a plain-text bar for stderr."""
+"""Sweep progress: the record callers receive after every case, and tqdm's bar for a terminal."""
 
 from __future__ import annotations
 
 import sys
 import time
 from dataclasses import dataclass
-from typing import TextIO
-
-BAR_WIDTH = 24
+from typing import Any, TextIO
 
 
 @dataclass(frozen=True)
@@ -19,54 +17,51 @@ class Progress:
     succeeded: int
     failed: int
     label: str = ""
+    errors: int = 0
 
     @property
     def success_rate(self) -> float | None:
-        return self.succeeded / self.done if self.done else None
+        """Passed among the cases that ran to a verdict; errored cases say nothing."""
+        judged = self.succeeded + self.failed
+        return self.succeeded / judged if judged else None
 
-    def line(self, elapsed_s: float | None = None) -> str:
-        filled = round(BAR_WIDTH * self.done / self.total) if self.total else BAR_WIDTH
-        bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+    def summary(self) -> str:
         rate = f"{self.success_rate:.1%}" if self.success_rate is not None else "-"
-        text = (f"[{bar}] {self.done}/{self.total} ok {self.succeeded} failed {self.failed} "
+        return (f"ok {self.succeeded} failed {self.failed} errors {self.errors} "
                 f"success {rate}")
-        if elapsed_s is not None:
-            text += f" {elapsed_s:.0f}s"
-        return f"{text} {self.label}".rstrip()
 
 
-class ProgressBar:
-    """Redraws one line on a terminal; elsewhere prints a line every tenth of the sweep."""
+class TerminalBar:
+    """tqdm's bar on stderr: redrawn in place on a terminal; elsewhere (a log file, CI) the
+    same line printed at every tenth of the sweep, so the log stays readable."""
 
-    def __init__(self, stream: TextIO | None = None, *, min_interval_s: float = 0.2):
+    def __init__(self, stream: TextIO | None = None):
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.min_interval_s = min_interval_s
-        self.started = time.perf_counter()
-        self._last_draw = 0.0
-        self._last_step = -1
-        self._open_line = False
+        self._bar: Any = None
+        self._started = time.monotonic()
+        self._step = -1
 
     def __call__(self, progress: Progress) -> None:
-        now = time.perf_counter()
-        finished = progress.done >= progress.total
-        line = progress.line(now - self.started)
-        if self.tty:
-            if finished or now - self._last_draw >= self.min_interval_s:
-                self.stream.write("\r" + line + ("\n" if finished else ""))
+        from tqdm import tqdm
+
+        if not self.tty:
+            step = progress.done * 10 // max(progress.total, 1)
+            if step != self._step:
+                self._step = step
+                line = tqdm.format_meter(progress.done, progress.total,
+                                         time.monotonic() - self._started, unit="case",
+                                         ascii=True, postfix=progress.summary())
+                self.stream.write(line + "\n")
                 self.stream.flush()
-                self._last_draw = now
-                self._open_line = not finished
             return
-        step = progress.done * 10 // max(progress.total, 1)
-        if step != self._last_step or finished:
-            self._last_step = step
-            self.stream.write(line + "\n")
-            self.stream.flush()
+        if self._bar is None:
+            self._bar = tqdm(total=progress.total, initial=progress.done, file=self.stream,
+                             unit="case", dynamic_ncols=True, mininterval=0.2)
+        self._bar.set_postfix_str(progress.summary(), refresh=False)
+        self._bar.update(progress.done - self._bar.n)
 
     def close(self) -> None:
-        """End a terminal line left open by a sweep that stopped early."""
-        if self._open_line:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._open_line = False
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,178 +1,53 @@
-"""Analysis of a run from results.csv alone: summary.csv, factor effects, McNemar, report.md."""
+"""A run's report from results.csv alone: summary.csv, effects.csv, pairwise.csv, style.csv,
+charts/ and report.md, which says plainly what the data can and cannot tell apart."""
 
 from __future__ import annotations
 
-import io
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.results import RESULTS_FILE, complete_text
-from experiments.runs import REPORT_FILE, read_meta
-from experiments.stats import mcnemar_exact, percentile, wilson
-from treadwise.models.registry import label as model_label
+from experiments.analysis import (
+    ReportError,
+    check_failures,
+    factor_effects,
+    load_results,
+    model_label,
+    pairwise,
+    persona_style,
+    scenario_rates,
+    summarise,
+    top_group,
+)
+from experiments.results import RESULTS_FILE
+from experiments.runs import REPORT_FILE, read_meta, run_status
+from experiments.stats import BOOTSTRAP, SEED
+
+__all__ = ["ReportError", "load_results", "model_label", "summarise", "write_report"]
 
 SUMMARY_FILE = "summary.csv"
 EFFECTS_FILE = "effects.csv"
+PAIRWISE_FILE = "pairwise.csv"
+STYLE_FILE = "style.csv"
 CHARTS_DIR = "charts"
-CELL = ["persona", "model_spec", "temperature", "variation"]
-FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
-                  "variation": "variation"}
-NUMERIC = ("repeat", "temperature", "checks_passed", "checks_total", "latency_s", "model_calls",
-           "iterations", "tool_errors", "artifacts", "input_tokens", "output_tokens", "cost_usd",
-           "response_chars", "response_words")
 
 
-class ReportError(ValueError):
-    """A run folder cannot be reported on (no results yet)."""
-
-
-def load_results(run_dir: Path) -> Any:
-    """results.csv as a DataFrame with typed columns (a half-written last row is ignored)."""
-    import pandas as pd
-
-    path = Path(run_dir) / RESULTS_FILE
-    if not path.exists():
-        raise ReportError(f"{run_dir}: no {RESULTS_FILE} yet")
-    df = pd.read_csv(io.StringIO(complete_text(path)), dtype=str, keep_default_na=False)
-    if df.empty:
-        raise ReportError(f"{run_dir}: {RESULTS_FILE} has no finished cases yet")
-    for column in NUMERIC:
-        df[column] = pd.to_numeric(df[column], errors="coerce")
-    for column in ("success", "stopped_by_cap"):
-        df[column] = df[column].str.lower().eq("true")
-    df["model_label"] = df["model_spec"].map(model_label)
-    return df.drop_duplicates("case_key", keep="first").reset_index(drop=True)
-
-
-def _rate_row(group: Any) -> dict[str, Any]:
-    n, k = len(group), int(group["success"].sum())
-    low, high = wilson(k, n)
-    return {"n": n, "successes": k, "success_rate": k / n if n else math.nan,
-            "ci_low": low, "ci_high": high}
-
-
-def summarise(df: Any) -> Any:
-    """One row per cell (persona x model x temperature x variation), best first."""
-    import pandas as pd
-
-    rows = []
-    for key, group in df.groupby(CELL, sort=True):
-        costs = group["cost_usd"].dropna()
-        rows.append({
-            **dict(zip(CELL, key, strict=True)), "model": model_label(key[1]),
-            "config_hash": group["config_hash"].iloc[0], **_rate_row(group),
-            "latency_p50_s": percentile(group["latency_s"].tolist(), 50),
-            "latency_p95_s": percentile(group["latency_s"].tolist(), 95),
-            "mean_model_calls": group["model_calls"].mean(),
-            "mean_input_tokens": group["input_tokens"].mean(),
-            "mean_output_tokens": group["output_tokens"].mean(),
-            "mean_cost_usd": costs.mean() if len(costs) else math.nan,
-            "total_cost_usd": costs.sum() if len(costs) else math.nan,
-            "errors": int((group["error_type"] != "").sum()),
-            "mean_response_words": group["response_words"].mean(),
-        })
-    summary = pd.DataFrame(rows)
-    return summary.sort_values(["success_rate", "ci_low", "latency_p50_s"],
-                               ascending=[False, False, True]).reset_index(drop=True)
-
-
-def factor_effects(df: Any) -> Any:
-    """Success by level of each factor, pooled over the others, with the gap to the best level."""
-    import pandas as pd
-
-    rows = []
-    for factor, column in FACTOR_COLUMNS.items():
-        levels = [(level, _rate_row(g)) for level, g in df.groupby(column, sort=True)]
-        best = max((r["success_rate"] for _, r in levels), default=math.nan)
-        for level, rate in levels:
-            rows.append({"factor": factor, "level": level, **rate,
-                         "diff_vs_best": rate["success_rate"] - best,
-                         "levels": len(levels)})
-    return pd.DataFrame(rows)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Exact McNemar test of two configurations over the same (scenario, repeat) pairs."""
-
-    first: str
-    second: str
-    pairs: int
-    both_pass: int
-    first_only: int
-    second_only: int
-    both_fail: int
-    p_value: float
-
-
-def _cell_name(row: Any) -> str:
-    return (f"{row['persona']} / {model_label(row['model_spec'])} / T={row['temperature']:g} / "
-            f"{row['variation']}")
-
-
-def compare_best(df: Any, summary: Any) -> Comparison | None:
-    """McNemar between the two best cells, or None with fewer than two cells."""
-    if len(summary) < 2:
-        return None
-    first, second = summary.iloc[0], summary.iloc[1]
-    outcome = {}
-    for cell in (first, second):
-        rows = df[df["config_hash"] == cell["config_hash"]]
-        outcome[cell["config_hash"]] = {(r.scenario, r.repeat): bool(r.success)
-                                        for r in rows.itertuples()}
-    a, b = outcome[first["config_hash"]], outcome[second["config_hash"]]
-    pairs = sorted(set(a) & set(b))
-    counts = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
-    for pair in pairs:
-        counts[(a[pair], b[pair])] += 1
-    return Comparison(_cell_name(first), _cell_name(second), len(pairs), counts[(True, True)],
-                      counts[(True, False)], counts[(False, True)], counts[(False, False)],
-                      mcnemar_exact(counts[(True, False)], counts[(False, True)]))
-
-
-def scenario_rates(df: Any) -> Any:
-    import pandas as pd
-
-    rows = [{"scenario": s, "category": g["category"].iloc[0], **_rate_row(g)}
-            for s, g in df.groupby("scenario")]
-    return pd.DataFrame(rows).sort_values(["success_rate", "scenario"]).reset_index(drop=True)
-
-
-def check_failures(df: Any) -> Any:
-    """(scenario, check) pairs that failed at least once, with their pass rate and an example."""
-    import pandas as pd
-
-    cases = df.groupby("scenario").size()
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in df.itertuples():
-        details = dict(d.split(": ", 1) for d in r.check_details.split(" | ") if ": " in d)
-        for check in filter(None, r.failed_checks.split(";")):
-            entry = rows.setdefault((r.scenario, check), {"failures": 0,
-                                                          "example": details.get(check, "")})
-            entry["failures"] += 1
-    table = [{"scenario": s, "check": c, "failures": e["failures"], "cases": int(cases[s]),
-              "pass_rate": 1 - e["failures"] / cases[s], "example": e["example"]}
-             for (s, c), e in rows.items()]
-    if not table:
-        return pd.DataFrame(columns=["scenario", "check", "failures", "cases", "pass_rate",
-                                     "example"])
-    return pd.DataFrame(table).sort_values(["pass_rate", "scenario"]).reset_index(drop=True)
-
-
-def _pct(value: float) -> str:
+def pct(value: float | None) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) \
         else f"{value:.0%}"
 
 
-def _money(value: float) -> str:
+def money(value: float) -> str:
     if value is None or math.isnan(value):
         return "unknown"
     return "$0 (free)" if value == 0 else f"${value:.4f}"
 
 
-def _table(frame: Any, columns: dict[str, Any]) -> str:
+def interval(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    return f"{pct(row[low])}-{pct(row[high])}"
+
+
+def table(frame: Any, columns: dict[str, Any]) -> str:
     """A Markdown table: header -> column name or a function of the row."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for _, row in frame.iterrows():
@@ -188,16 +63,112 @@ def _level(value: Any) -> str:
 
 def _largest_effects(effects: Any) -> list[str]:
     spreads = []
-    for factor, group in effects[effects["levels"] > 1].groupby("factor"):
+    rated = effects[(effects["levels"] > 1) & ~effects["success_rate"].isna()]
+    for factor, group in rated.groupby("factor"):
         best = group.loc[group["success_rate"].idxmax()]
         worst = group.loc[group["success_rate"].idxmin()]
         spreads.append((best["success_rate"] - worst["success_rate"], factor, best, worst))
     spreads.sort(key=lambda s: s[0], reverse=True)
     return [f"**{factor}**: no difference between its levels" if spread == 0 else
             f"**{factor}**: {spread * 100:.1f} points between {_level(best['level'])} "
-            f"({_pct(best['success_rate'])}) and {_level(worst['level'])} "
-            f"({_pct(worst['success_rate'])})"
+            f"({pct(best['success_rate'])}) and {_level(worst['level'])} "
+            f"({pct(worst['success_rate'])})"
             for spread, factor, best, worst in spreads]
+
+
+def _best_line(top: dict[str, Any]) -> str:
+    if not top.get("tied"):
+        return "- **Best configuration:** none (every case errored)."
+    best, tied, indistinct = top["best"], top["tied"], top["indistinct"]
+    errored = f", {best['errors']} errored" if best["errors"] else ""
+    if len(tied) > 1:
+        text = (f"- **Best configuration: a tie.** {len(tied)} configurations share the top "
+                f"success rate, {pct(best['success_rate'])} (the first listed: 95% CI "
+                f"{interval(best)}, n={best['n']}{errored}): {', '.join(tied[:12])}"
+                f"{' ...' if len(tied) > 12 else ''}. None is picked over the others.")
+    else:
+        text = (f"- **Best configuration:** {tied[0]}: {pct(best['success_rate'])} (95% CI "
+                f"{interval(best)}, n={best['n']}{errored}).")
+    if indistinct:
+        text += (f" A further {len(indistinct)} configuration(s) are not significantly worse "
+                 "after Holm's correction, so the data cannot rank them below it.")
+    return text
+
+
+def _pairwise_line(pairs: Any) -> str:
+    if pairs.empty:
+        return "- **Pairwise comparisons:** only one configuration."
+    significant = pairs[pairs["significant"]]
+    return (f"- **Pairwise comparisons (exact McNemar on paired cases, Holm-corrected):** "
+            f"{len(significant)} of {len(pairs)} pairs differ at the 5% level"
+            + (": " + "; ".join(_pair_text(r) for _, r in significant.head(3).iterrows())
+               + "." if len(significant) else "; every other difference may be chance."))
+
+
+def _pair_text(row: Any) -> str:
+    winner, loser = (row["first"], row["second"]) if row["first_only"] >= row["second_only"] \
+        else (row["second"], row["first"])
+    return (f"{winner} beats {loser} ({max(row['first_only'], row['second_only'])} vs "
+            f"{min(row['first_only'], row['second_only'])} discordant, p_holm = "
+            f"{row['p_holm']:.3g})")
+
+
+def _counts_line(df: Any) -> str:
+    counts = df["status"].value_counts()
+    judged = df[df["judged"]]
+    return (f"- **Cases:** {len(df)}: {counts.get('ok', 0)} ok, {counts.get('failed', 0)} failed,"
+            f" {counts.get('error', 0)} errored (provider or harness failures, left out of every"
+            f" rate). Overall success {pct(judged['success'].mean() if len(judged) else None)}"
+            f" of {len(judged)} judged cases.")
+
+
+def _timing_line(df: Any) -> str:
+    per_call = df["latency_per_call_s"].dropna()
+    parts = [f"median latency per model call {per_call.median():.3f} s" if len(per_call) else
+             "no model call finished"]
+    if (retries := df["retry_wait_s"].fillna(0).sum()) > 0:
+        parts.append(f"{retries:.1f} s spent waiting on retries "
+                     f"({int((df['http_attempts'] > df['model_calls']).sum())} cases retried)")
+    if (missing := int(df["usage_missing"].sum())) > 0:
+        parts.append(f"{missing} cases without provider token counts (estimated at ~4 "
+                     "characters a token, not counted as zero)")
+    if (hits := int(df["cache_hits"].fillna(0).sum())) > 0:
+        parts.append(f"{hits} model calls answered from the response cache")
+    return "- **Timing and usage:** " + "; ".join(parts) + "."
+
+
+def _style_line(style: Any) -> str | None:
+    if style.empty:
+        return None
+    differing = style[style["kruskal_p"] < 0.05].drop_duplicates("measure")
+    if differing.empty:
+        return ("- **Persona style:** no style measure differs significantly between personas "
+                "(Kruskal-Wallis, 5%).")
+    return ("- **Persona style:** personas differ (Kruskal-Wallis, 5%) in "
+            + ", ".join(f"{r.measure} (p = {r.kruskal_p:.2g})" for r in differing.itertuples())
+            + "; see the persona style table.")
+
+
+def _summary_lines(df: Any, summary: Any, effects: Any, pairs: Any, style: Any,
+                   scenarios: Any, checks: Any) -> list[str]:
+    lines = [_counts_line(df), _best_line(top_group(summary, pairs)), _pairwise_line(pairs)]
+    if effects_text := _largest_effects(effects):
+        lines.append("- **Largest effects (pooled success):** " + "; ".join(effects_text) + ".")
+    worst = scenarios[scenarios["success_rate"] < 1].head(3)
+    if len(worst):
+        lines.append("- **Failed most (scenarios):** " + ", ".join(
+            f"{r.scenario} ({pct(r.success_rate)})" for r in worst.itertuples()) + ".")
+    if len(checks):
+        lines.append("- **Failed most (checks):** " + ", ".join(
+            f"{r.scenario}/{r.check} ({pct(r.pass_rate)} pass)"
+            for r in checks.head(3).itertuples()) + ".")
+    errors = df.loc[~df["judged"], "error_type"].value_counts()
+    lines.append("- **Errors:** " + (", ".join(f"{t} x{n}" for t, n in errors.items())
+                                     if len(errors) else "none") + ".")
+    lines.append(_timing_line(df))
+    if (text := _style_line(style)) is not None:
+        lines.append(text)
+    return lines
 
 
 def _notes(run_dir: Path, df: Any) -> list[str]:
@@ -214,103 +185,110 @@ def _notes(run_dir: Path, df: Any) -> list[str]:
         notes.append(f"Skipped {spec}: {reason}")
     for name, reason in (meta.get("missing_toolsets") or {}).items():
         notes.append(f"Toolset {name} was unavailable ({reason}); scenarios needing it fail.")
-    if meta.get("status") not in (None, "finished", "stopped_by_budget"):
-        notes.append(f"The run's status is {meta.get('status')!r}: resume it with "
+    status = run_status(meta)
+    if status not in ("", "finished", "stopped_by_budget"):
+        notes.append(f"The run's status is {status!r}: finish it with "
                      f"`python -m experiments run --resume {run_dir}`.")
+    if int((~df["judged"]).sum()):
+        notes.append(f"Re-run the errored cases with `python -m experiments run --resume "
+                     f"{run_dir} --retry-errors`.")
     return notes
 
 
-def _summary_text(df: Any, summary: Any, effects: Any, comparison: Comparison | None,
-                  scenarios: Any, checks: Any) -> list[str]:
-    best = summary.iloc[0]
-    tied = int(((summary["success_rate"] == best["success_rate"])
-                & (summary["ci_low"] == best["ci_low"])).sum()) - 1
-    tie = f" (tied on success with {tied} other configuration(s); the fastest is shown)" \
-        if tied else ""
-    lines = [
-        f"- **Cases:** {len(df)} in {len(summary)} configurations; overall success "
-        f"{_pct(df['success'].mean())} ({int(df['success'].sum())}/{len(df)}).",
-        f"- **Best configuration:** {_cell_name(best)}{tie}: {_pct(best['success_rate'])} "
-        f"(95% CI {_pct(best['ci_low'])}-{_pct(best['ci_high'])}, n={best['n']}), "
-        f"median latency {best['latency_p50_s']:.3f} s, mean cost {_money(best['mean_cost_usd'])}"
-        " per case.",
-    ]
-    effects_text = _largest_effects(effects)
-    if effects_text:
-        lines.append("- **Largest effects (pooled success):** " + "; ".join(effects_text) + ".")
-    if comparison is not None:
-        verdict = "a significant" if comparison.p_value < 0.05 else "no significant"
-        lines.append(
-            f"- **Best vs. runner-up (exact McNemar):** {comparison.first} vs. "
-            f"{comparison.second}: {comparison.pairs} paired cases, {comparison.first_only} won "
-            f"only by the first, {comparison.second_only} only by the second, "
-            f"p = {comparison.p_value:.3g} ({verdict} difference at 5%).")
-    worst = scenarios[scenarios["success_rate"] < 1].head(3)
-    if len(worst):
-        lines.append("- **Failed most (scenarios):** " + ", ".join(
-            f"{r.scenario} ({_pct(r.success_rate)})" for r in worst.itertuples()) + ".")
-    if len(checks):
-        lines.append("- **Failed most (checks):** " + ", ".join(
-            f"{r.scenario}/{r.check} ({_pct(r.pass_rate)} pass)"
-            for r in checks.head(3).itertuples()) + ".")
-    errors = df.loc[df["error_type"] != "", "error_type"].value_counts()
-    lines.append("- **Errors:** " + (", ".join(f"{t} x{n}" for t, n in errors.items())
-                                     if len(errors) else "none") + ".")
+def _configurations(summary: Any) -> list[str]:
+    return ["## Configurations", "", f"All of them are in `{SUMMARY_FILE}`; the first 12 in "
+            "order of success (equal rates in name order):", "", table(summary.head(12), {
+                "configuration": "label", "n": "n", "errors": "errors",
+                "success": lambda r: pct(r["success_rate"]), "95% CI": interval,
+                "latency/call p50 (s)": lambda r: f"{r['latency_per_call_p50_s']:.3f}",
+                "first token p50 (s)": lambda r: f"{r['ttft_p50_s']:.3f}",
+                "HTTP requests/case": lambda r: f"{r['mean_http_attempts']:.1f}",
+                "tokens in/out": lambda r: f"{r['mean_input_tokens']:.0f} / "
+                                           f"{r['mean_output_tokens']:.0f}",
+                "cost/case": lambda r: money(r["mean_cost_usd"])})]
+
+
+def _effects(effects: Any) -> list[str]:
+    return ["## Factor effects", "", "Success pooled over the other factors; the gap is to the "
+            "factor's best level.", "", table(effects, {
+                "factor": "factor", "level": lambda r: _level(r["level"]), "n": "n",
+                "errors": "errors", "success": lambda r: pct(r["success_rate"]),
+                "95% CI": interval,
+                "vs. best": lambda r: f"{r['diff_vs_best'] * 100:+.1f} pts"})]
+
+
+def _pairwise(pairs: Any) -> list[str]:
+    significant = pairs[pairs["significant"]]
+    lines = ["## Pairwise comparisons", "", f"All {len(pairs)} pairs are in `{PAIRWISE_FILE}` "
+             "(exact McNemar over the cases both ran, Holm-corrected for all of them)."]
+    if len(significant):
+        lines += ["", table(significant.head(20), {
+            "first": "first", "second": "second", "paired cases": "pairs",
+            "only first passed": "first_only", "only second passed": "second_only",
+            "p": lambda r: f"{r['p_value']:.3g}", "p (Holm)": lambda r: f"{r['p_holm']:.3g}"})]
     return lines
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write summary.csv, effects.csv, charts/*.png and report.md for a run; return report.md."""
+def _style(style: Any) -> list[str]:
+    if style.empty:
+        return []
+    return ["## Persona style", "", "Per case, over every answer: deterministic measures (and "
+            "the judge's score when the grid names a judge), by persona, with Kruskal-Wallis "
+            "p-values across personas.", "", table(style, {
+                "measure": "measure", "persona": "persona", "n": "n",
+                "mean": lambda r: f"{r['mean']:.2f}",
+                "95% CI": lambda r: f"{r['ci_low']:.2f}-{r['ci_high']:.2f}",
+                "p (across personas)": lambda r: f"{r['kruskal_p']:.2g}"})]
+
+
+def _failures(scenarios: Any, checks: Any) -> list[str]:
+    lines = ["## Failures", "", "Scenarios by success rate (pooled, and the worst and best "
+             "configuration on it):", "", table(scenarios, {
+                 "scenario": "scenario", "category": "category", "n": "n", "errors": "errors",
+                 "success": lambda r: pct(r["success_rate"]),
+                 "worst / best configuration": lambda r: f"{pct(r['worst_config'])} / "
+                                                         f"{pct(r['best_config'])}"})]
+    if len(checks):
+        lines += ["", "Checks that failed (pass rate within their scenario, one example):", "",
+                  table(checks.head(15), {"scenario": "scenario", "check": "check",
+                                          "pass": lambda r: pct(r["pass_rate"]),
+                                          "example": lambda r: r["example"][:160]})]
+    return lines
+
+
+def write_report(run_dir: Path, *, charts: bool = True) -> Path:
+    """Write the CSV tables, charts/*.png (unless `charts` is False: a 10 000-case run draws
+    for a while) and report.md for a run; return report.md."""
     from experiments.charts import write_charts
 
     run_dir = Path(run_dir)
     df = load_results(run_dir)
-    summary = summarise(df)
-    summary.to_csv(run_dir / SUMMARY_FILE, index=False, float_format="%.6g")
-    effects = factor_effects(df)
-    effects.to_csv(run_dir / EFFECTS_FILE, index=False, float_format="%.6g")
-    comparison = compare_best(df, summary)
+    summary, effects = summarise(df), factor_effects(df)
+    pairs, style = pairwise(df, summary), persona_style(df)
     scenarios, checks = scenario_rates(df), check_failures(df)
-    charts = write_charts(df, summary, run_dir / CHARTS_DIR)
+    for frame, name in ((summary, SUMMARY_FILE), (effects, EFFECTS_FILE),
+                        (pairs, PAIRWISE_FILE), (style, STYLE_FILE)):
+        frame.to_csv(run_dir / name, index=False, float_format="%.6g")
+    drawn = write_charts(df, summary, run_dir / CHARTS_DIR) if charts else []
     meta = read_meta(run_dir)
     parts = [f"# Sweep report: {run_dir.name}", "",
              f"Grid `{meta.get('grid_name', '?')}`; package {df['package_version'].iloc[0]}, "
              f"commit `{df['git_commit'].iloc[0][:12]}`. Everything below is computed from "
-             f"`{RESULTS_FILE}`; intervals are Wilson 95%.", "", "## Summary", "",
-             *_summary_text(df, summary, effects, comparison, scenarios, checks)]
-    notes = _notes(run_dir, df)
-    if notes:
+             f"`{RESULTS_FILE}`. Success counts ok against failed cases; errored cases are "
+             "left out and counted beside. Intervals are 95% cluster-bootstrap intervals that "
+             f"resample scenarios, not cases ({BOOTSTRAP} resamples, seed {SEED}).", "",
+             "## Summary", "",
+             *_summary_lines(df, summary, effects, pairs, style, scenarios, checks)]
+    if notes := _notes(run_dir, df):
         parts += ["", "## Notes", "", *(f"- {n}" for n in notes)]
-    parts += ["", "## Configurations", "", f"All of them are in `{SUMMARY_FILE}`; the best 12:",
-              "", _table(summary.head(12), {
-                  "persona": "persona", "model": "model",
-                  "T": lambda r: f"{r['temperature']:g}", "variation": "variation",
-                  "n": "n", "success": lambda r: _pct(r["success_rate"]),
-                  "95% CI": lambda r: f"{_pct(r['ci_low'])}-{_pct(r['ci_high'])}",
-                  "latency p50/p95 (s)": lambda r: f"{r['latency_p50_s']:.3f} / "
-                                                   f"{r['latency_p95_s']:.3f}",
-                  "tokens in/out": lambda r: f"{r['mean_input_tokens']:.0f} / "
-                                             f"{r['mean_output_tokens']:.0f}",
-                  "cost/case": lambda r: _money(r["mean_cost_usd"])}),
-              "", "## Factor effects", "",
-              "Success pooled over the other factors; the gap is to the factor's best level.", "",
-              _table(effects, {
-                  "factor": "factor",
-                  "level": lambda r: _level(r["level"]),
-                  "n": "n", "success": lambda r: _pct(r["success_rate"]),
-                  "95% CI": lambda r: f"{_pct(r['ci_low'])}-{_pct(r['ci_high'])}",
-                  "vs. best": lambda r: f"{r['diff_vs_best'] * 100:+.1f} pts"}),
-              "", "## Failures", "", "Scenarios by success rate:", "",
-              _table(scenarios, {"scenario": "scenario", "category": "category", "n": "n",
-                                 "success": lambda r: _pct(r["success_rate"])})]
-    if len(checks):
-        parts += ["", "Checks that failed (pass rate within their scenario, one example):", "",
-                  _table(checks.head(15), {"scenario": "scenario", "check": "check",
-                                           "pass": lambda r: _pct(r["pass_rate"]),
-                                           "example": lambda r: r["example"][:160]})]
-    parts += ["", "## Charts", ""]
-    for chart in charts:
-        parts += [f"### {chart.title}", "", f"![{chart.title}]({CHARTS_DIR}/{chart.name})", ""]
+    for section in (_configurations(summary), _effects(effects), _pairwise(pairs),
+                    _style(style), _failures(scenarios, checks)):
+        if section:
+            parts += ["", *section]
+    parts += ["", "## Charts", ""] + ([] if charts else ["(Not drawn this time.)"])
+    for chart in drawn:
+        parts += [f"### {chart.title}", "", f"![{chart.title}]({CHARTS_DIR}/{chart.name})", "",
+                  f"*{chart.caption}*", ""]
         if chart.error:
             parts += [f"(This chart could not be drawn: {chart.error}.)", ""]
     path = run_dir / REPORT_FILE

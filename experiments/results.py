@@ -13,13 +13,18 @@ from typing import Any
 RESULTS_FILE = "results.csv"
 COLUMNS = (
     "run_id", "case_key", "config_hash", "scenario", "repeat", "persona", "provider", "model",
-    "model_spec", "temperature", "variation", "category", "success", "checks_passed",
-    "checks_total", "failed_checks", "check_details", "latency_s", "model_calls", "iterations",
-    "turn_iterations", "stopped_by_cap", "tool_sequence", "tool_errors", "tool_error_detail",
-    "artifacts", "input_tokens", "output_tokens", "cost_usd", "response_chars",
-    "response_words", "answer", "error_type", "error_message", "seed", "timestamp",
-    "package_version", "git_commit",
+    "model_spec", "temperature", "variation", "strategy", "category", "status", "success",
+    "checks_passed", "checks_total", "failed_checks", "check_details", "latency_s",
+    "model_calls", "iterations", "turn_iterations", "turn_model_calls", "stopped_by_cap",
+    "http_attempts", "retry_wait_s", "ttft_s", "usage_missing", "cache_hits", "tool_sequence",
+    "tool_errors", "tool_error_detail", "artifacts", "input_tokens", "output_tokens",
+    "cost_usd", "response_chars", "response_words", "hedges", "questions", "numbers", "units",
+    "judge_score", "judge_reason", "judge_cached", "answer", "error_type", "error_message",
+    "seed", "timestamp", "package_version", "git_commit",
 )
+# ok: every check passed; failed: a check failed; error: the provider or the harness failed,
+# so the case says nothing about the configuration (it is left out of success rates).
+STATUSES = ("ok", "failed", "error")
 
 
 def _complete_length(data: bytes) -> int:
@@ -55,6 +60,20 @@ def read_rows(path: Path) -> list[dict[str, str]]:
         return []
 
 
+def status_of(row: dict[str, str]) -> str:
+    """A row's status; rows written before the column existed are read from success/error."""
+    if row.get("status") in STATUSES:
+        return row["status"]
+    if row.get("error_type"):
+        return "error"
+    return "ok" if row.get("success") in ("True", "true", True) else "failed"
+
+
+def latest_statuses(path: Path) -> dict[str, str]:
+    """case key -> status of its latest row (a case re-run with --retry-errors has several)."""
+    return {row["case_key"]: status_of(row) for row in read_rows(path)}
+
+
 def complete_text(path: Path) -> str:
     """The file's text up to its last complete record (what pandas may safely parse)."""
     data = Path(path).read_bytes()
@@ -77,6 +96,11 @@ def repair(path: Path) -> int:
     return len(data) - keep
 
 
+def _header(path: Path) -> tuple[str, ...]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return tuple(next(csv.reader(handle), ()))
+
+
 def _cell(value: Any) -> Any:
     if value is None:
         return ""
@@ -93,6 +117,8 @@ class ResultsWriter:
         self._lock = threading.Lock()
         repair(self.path)
         new = not self.path.exists() or self.path.stat().st_size == 0
+        # A run resumed by a newer harness keeps its own header: rows follow its columns.
+        self.columns = COLUMNS if new else _header(self.path) or COLUMNS
         self._handle = self.path.open("a", encoding="utf-8", newline="")
         if new:
             self._write_record(COLUMNS)
@@ -106,7 +132,7 @@ class ResultsWriter:
 
     def write(self, row: dict[str, Any]) -> None:
         with self._lock:
-            self._write_record(_cell(row.get(column)) for column in COLUMNS)
+            self._write_record(_cell(row.get(column)) for column in self.columns)
 
     def close(self) -> None:
         with self._lock:

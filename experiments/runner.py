@@ -1,30 +1,26 @@
-"""The sweep: plan a grid's cases, run them on a thread pool within budget, append their rows."""
+"""The sweep: plan a grid's cases, run them on a thread pool within budget, keep each record."""
 
 from __future__ import annotations
 
+import os
+import queue
 import shutil
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from experiments.cases import (
-    CaseRunner,
-    CaseToolContext,
-    ModelPool,
-    RunContext,
-    load_toolsets,
-    sweep_settings,
-)
+from experiments.cache import cache_path
 from experiments.grid import DEFAULT_GRID, Case, Grid, load_grid
-from experiments.prices import DEFAULT_PRICES, Prices, load_prices
-from experiments.progress import Progress, ProgressBar
-from experiments.results import RESULTS_FILE, ResultsWriter, read_rows, repair
+from experiments.prepare import CASES_DIR, Prepared, prepare, strategies_supported
+from experiments.prices import DEFAULT_PRICES, load_prices
+from experiments.progress import Progress, TerminalBar
+from experiments.records import HARNESS_ERROR
+from experiments.results import RESULTS_FILE, repair
 from experiments.runs import (
     RunBusy,
     git_commit,
@@ -34,12 +30,13 @@ from experiments.runs import (
     update_meta,
     write_meta,
 )
-from treadwise.settings import Settings
+from experiments.sink import CaseQueue, CaseRecord, CaseSource, ResultsSink, RunFolder
+from experiments.workers import LOST, READY, Event, WorkerSpec, start_lanes
 
 __all__ = ["Progress", "SweepError", "plan_sweep", "run_sweep"]
 
 GRID_COPY, SCENARIOS_COPY, PRICES_COPY = "grid.yaml", "scenarios.yaml", "prices.yaml"
-CASES_DIR = "cases"
+__all__ += ["CASES_DIR", "strategies_supported"]
 
 
 class SweepError(ValueError):
@@ -56,7 +53,8 @@ class Budget:
     cost_usd: float = 0.0
 
     def add(self, row: dict[str, Any]) -> None:
-        self.calls += int(float(row.get("model_calls") or 0))
+        cached = int(float(row.get("cache_hits") or 0))
+        self.calls += max(0, int(float(row.get("model_calls") or 0)) - cached)
         cost = row.get("cost_usd")
         if cost not in (None, ""):
             self.cost_usd += float(cost)
@@ -78,13 +76,14 @@ class SweepPlan:
     run_dir: Path
     cases: list[Case]
     todo: list[Case]
-    settings: Settings
-    models: ModelPool
-    skipped_models: dict[str, str]
-    tools: list
-    missing_toolsets: dict[str, str]
-    prices: Prices
-    finished_rows: list[dict[str, str]] = field(default_factory=list)
+    prepared: Prepared
+    finished: dict[str, str] = field(default_factory=dict)
+    workers: int = 1
+    cache: Path | None = None
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        return self.prepared.skipped
 
     def calls_estimate(self) -> int:
         return sum(case.scenario.expected_calls for case in self.todo)
@@ -96,7 +95,7 @@ class SweepPlan:
             calls[case.cell.model] += case.scenario.expected_calls
         total, unknown = 0.0, []
         for spec, n in calls.items():
-            cost = self.prices.estimate(spec, n)
+            cost = self.prepared.prices.estimate(spec, n)
             if cost is None:
                 unknown.append(spec)
             else:
@@ -105,15 +104,19 @@ class SweepPlan:
 
     def lines(self) -> Iterator[str]:
         grid, cells = self.grid, {c.cell for c in self.cases}
-        full = (len(grid.personas) * len(grid.models) * len(grid.temperatures)
-                * len(grid.variations))
+        levels = grid.levels()
+        full = 1
+        for values in levels.values():
+            full *= len(values)
         yield f"sweep {grid.name} ({grid.path}) -> {self.run_dir}"
-        yield (f"  cells: {len(cells)} ({len(grid.personas)} personas x {len(grid.models)} "
-               f"models x {len(grid.temperatures)} temperatures x {len(grid.variations)} "
-               f"variations; {full - len(grid.cells())} excluded)")
+        yield (f"  cells: {len(cells)} (" + " x ".join(
+            f"{len(v)} {k}{'s' if len(v) != 1 else ''}" for k, v in levels.items())
+            + f"; {full - len(grid.cells())} excluded)")
         scenarios = {c.scenario.id for c in self.cases}
+        errors = sum(1 for s in self.finished.values() if s == "error")
         yield (f"  cases: {len(self.cases)} ({len(scenarios)} scenarios x {grid.repeats} "
-               f"repeats); to run now: {len(self.todo)}, already done: {len(self.finished_rows)}")
+               f"repeats); to run now: {len(self.todo)}, already done: {len(self.finished)}"
+               + (f" ({errors} errored)" if errors else ""))
         cost, unknown = self.cost_estimate()
         priced = f"${cost:.2f}" + (f" + unknown for {', '.join(unknown)}" if unknown else "")
         yield f"  model calls (estimate): {self.calls_estimate()}, cost (estimate): {priced}"
@@ -121,11 +124,17 @@ class SweepPlan:
                   f"max_cost_usd {grid.max_cost_usd:g}" if grid.max_cost_usd is not None else ""]
         if any(limits):
             yield f"  budget: {', '.join(x for x in limits if x)}"
-        yield (f"  concurrency {grid.concurrency}, timeout {grid.timeout_s:g} s per call"
-               + "".join(f", {p} limited to {r:g} req/s" for p, r in grid.rate_limits.items()))
-        for spec, reason in self.skipped_models.items():
+        processes = f" over {self.workers} processes" if self.workers > 1 else ""
+        yield (f"  concurrency {grid.concurrency}{processes}, timeout {grid.timeout_s:g} s per "
+               "call" + "".join(f", {p} limited to {r:g} req/s"
+                                for p, r in grid.rate_limits.items()))
+        if (judge := self.prepared.judge) is not None:
+            yield f"  judge: {judge.spec} scores each case against its persona's rubric"
+        if self.cache is not None:
+            yield f"  response cache: {self.cache}"
+        for spec, reason in self.skipped.items():
             yield f"  skipped {spec}: {reason}"
-        for name, reason in self.missing_toolsets.items():
+        for name, reason in self.prepared.missing_toolsets.items():
             yield f"  toolset {name} unavailable ({reason}); its scenarios will fail"
 
 
@@ -146,23 +155,27 @@ def _new_run_dir(grid: Grid, out_dir: Path) -> Path:
     return run_dir
 
 
-def plan_sweep(grid: Grid, run_dir: Path, *, limit: int | None = None) -> SweepPlan:
+def _to_run(cases: list[Case], finished: dict[str, str], retry_errors: bool) -> list[Case]:
+    if retry_errors:
+        return [c for c in cases if finished.get(c.key) == "error"]
+    return [c for c in cases if c.key not in finished]
+
+
+def plan_sweep(grid: Grid, run_dir: Path, *, limit: int | None = None,
+               retry_errors: bool = False, cache: Path | None = None,
+               sink: ResultsSink | None = None, workers: int = 1) -> SweepPlan:
     """Expand the grid, build its models and tools once, and drop the cases that cannot run
-    here (a missing key or package) or already finished in run_dir."""
+    here (a missing key or package, a strategy this agent lacks) or are already done."""
     scenarios = grid.scenarios()
-    prices = load_prices(grid.prices_file)
-    settings = sweep_settings(grid, run_dir / CASES_DIR)
-    models = ModelPool(grid, settings)
-    skipped = models.prepare(grid.models, grid.temperatures)
-    tools, missing = load_toolsets(CaseToolContext(run_dir / CASES_DIR))
-    cases = [c for c in grid.cases(scenarios) if c.cell.model not in skipped]
-    finished = read_rows(run_dir / RESULTS_FILE)
-    done = {row["case_key"] for row in finished}
-    todo = [c for c in cases if c.key not in done]
+    prepared = prepare(grid, run_dir, cache=cache, rate_share=1 / workers)
+    skipped = prepared.skipped
+    cases = [c for c in grid.cases(scenarios) if c.cell.model not in skipped
+             and f"strategy {c.cell.strategy}" not in skipped]
+    finished = (sink or RunFolder(run_dir)).finished()
+    todo = _to_run(cases, finished, retry_errors)
     if limit is not None:
         todo = todo[:max(0, limit)]
-    return SweepPlan(grid, run_dir, cases, todo, settings, models, skipped, tools, missing,
-                     prices, finished)
+    return SweepPlan(grid, run_dir, cases, todo, prepared, finished, workers, cache)
 
 
 def _echo_stderr(line: str) -> None:
@@ -172,14 +185,23 @@ def _echo_stderr(line: str) -> None:
 def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
               resume: Path | None = None, strict: bool = False,
               progress: Callable[[Progress], None] | None = None, limit: int | None = None,
-              report: bool = True, echo: Callable[[str], None] | None = None) -> Path:
+              report: bool = True, echo: Callable[[str], None] | None = None,
+              retry_errors: bool = False, cache: bool | Path = False,
+              workers: int | None = None) -> Path:
     """Run (or resume) a sweep and return its run folder.
 
-    Rows are appended to RUN/results.csv as cases finish; at the end the report is written
-    (RUN/report.md, summary.csv, charts/). `progress` receives a Progress after every case
-    (a text bar on stderr when not given); `echo` receives the plan lines (stderr by default).
+    Rows are appended to RUN/results.csv and transcripts to RUN/transcripts.jsonl as cases
+    finish; at the end the report is written (RUN/report.md, summary.csv, charts/).
+    `progress` receives a Progress after every case (a tqdm bar on stderr when not given);
+    `echo` receives the plan lines (stderr by default). `retry_errors` (with `resume`) runs
+    again only the cases whose latest row is an error. `cache` (True, or the SQLite file to
+    use) answers identical model requests from the response cache. `workers` (default: the
+    grid's) is how many processes share the cases in flight.
     """
     echo = echo or _echo_stderr
+    if retry_errors and resume is None:
+        raise SweepError("--retry-errors re-runs the errored cases of a run: give it --resume "
+                         "RUN_DIR")
     if resume is not None:
         run_dir = Path(resume)
         grid = _resume_grid(run_dir)
@@ -188,10 +210,14 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
         grid.scenarios()
         load_prices(grid.prices_file)
         run_dir = _new_run_dir(grid, out_dir)
+    cache_file = (cache if isinstance(cache, Path) else cache_path(run_dir.parent)) \
+        if cache else None
     try:
         with locked(run_dir):
             _sweep(grid, run_dir, resume=resume is not None, strict=strict, progress=progress,
-                   limit=limit, echo=echo)
+                   echo=echo, plan_options={"limit": limit, "retry_errors": retry_errors,
+                                            "cache": cache_file,
+                                            "workers": workers or grid.workers})
     except RunBusy as exc:
         raise SweepError(str(exc)) from None
     if report:
@@ -203,23 +229,24 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
 
 
 def _sweep(grid: Grid, run_dir: Path, *, resume: bool, strict: bool,
-           progress: Callable[[Progress], None] | None, limit: int | None,
-           echo: Callable[[str], None]) -> None:
+           progress: Callable[[Progress], None] | None, echo: Callable[[str], None],
+           plan_options: dict[str, Any]) -> None:
     repair(run_dir / RESULTS_FILE)
-    plan = plan_sweep(grid, run_dir, limit=limit)
-    if strict and plan.skipped_models:
-        reasons = "; ".join(f"{s}: {r}" for s, r in plan.skipped_models.items())
-        if not resume and not plan.finished_rows:
+    plan = plan_sweep(grid, run_dir, **plan_options)
+    if strict and plan.skipped:
+        reasons = "; ".join(f"{s}: {r}" for s, r in plan.skipped.items())
+        if not resume and not plan.finished:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise SweepError(f"cannot run every model (--strict): {reasons}")
     for line in plan.lines():
         echo(line)
-    bar = ProgressBar() if progress is None else None
+    bar = TerminalBar() if progress is None else None
     try:
         stop = _run(plan, progress or bar)
     finally:
         if bar is not None:
             bar.close()
+        plan.prepared.close()
     if stop:
         echo(f"stopped launching new cases: {stop}")
 
@@ -235,14 +262,25 @@ def _start_meta(plan: SweepPlan) -> dict[str, Any]:
         "estimated_cost_usd": round(cost, 4), "unpriced_models": unknown}]
     return {
         "run_id": plan.run_dir.name, "created": meta.get("created", now), "status": "running",
-        "grid_name": grid.name, "grid_file": str(grid.path), "description": grid.description,
-        "cells": len({c.cell for c in plan.cases}), "cases": len(plan.cases),
-        "skipped_models": plan.skipped_models,
-        "missing_toolsets": plan.missing_toolsets,
+        "pid": os.getpid(), "grid_name": grid.name, "grid_file": str(grid.path),
+        "description": grid.description, "cells": len({c.cell for c in plan.cases}),
+        "cases": len(plan.cases), "skipped_models": plan.skipped,
+        "missing_toolsets": plan.prepared.missing_toolsets, "judge": grid.judge,
+        "workers": plan.workers,
         "budget": {"max_calls": grid.max_calls, "max_cost_usd": grid.max_cost_usd},
         "budget_stop": None, "package_version": treadwise.__version__,
         "git_commit": meta.get("git_commit") or git_commit(), "attempts": attempts,
     }
+
+
+def _spec(plan: SweepPlan, meta: dict[str, Any]) -> WorkerSpec:
+    import treadwise
+
+    folder = plan.run_dir
+    prices = folder / PRICES_COPY
+    return WorkerSpec(folder, folder / GRID_COPY, folder / SCENARIOS_COPY,
+                      prices if prices.exists() else None, plan.cache, 1 / plan.workers,
+                      plan.grid.concurrency, treadwise.__version__, meta["git_commit"])
 
 
 def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
@@ -251,24 +289,25 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
 
     meta = _start_meta(plan)
     write_meta(plan.run_dir, meta)
-    runner = CaseRunner(RunContext(
-        run_id=plan.run_dir.name, grid=plan.grid, cases_dir=plan.run_dir / CASES_DIR,
-        settings=plan.settings, models=plan.models, prices=plan.prices, tools=plan.tools,
-        package_version=treadwise.__version__, git_commit=meta["git_commit"]))
-    tally = _Tally(Budget(plan.grid.max_calls, plan.grid.max_cost_usd),
-                   len(plan.finished_rows) + len(plan.todo), progress)
-    for row in plan.finished_rows:
-        tally.add(row, report=False)
-    tally.report("starting")
+    runner = plan.prepared.runner(plan.grid, plan.run_dir,
+                                  package_version=treadwise.__version__,
+                                  git_commit=meta["git_commit"])
+    tally = _Tally(Budget(plan.grid.max_calls, plan.grid.max_cost_usd), progress)
+    tally.start(plan)
     started, status = time.perf_counter(), "interrupted"
     launched, stop = 0, None
-    pool = ThreadPoolExecutor(max_workers=plan.grid.concurrency, thread_name_prefix="case")
+    events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+    spec = _spec(plan, meta) if plan.workers > 1 and len(plan.todo) > 1 else None
+    lanes = start_lanes(runner, plan.grid.concurrency, spec, plan.workers, events)
     try:
-        with ResultsWriter(plan.run_dir / RESULTS_FILE) as writer:
-            launched, stop = _drive(pool, runner, plan, writer, tally)
+        with RunFolder(plan.run_dir) as sink:
+            launched, stop = _drive(lanes, events, CaseQueue(plan.todo), sink, tally,
+                                    plan.grid.concurrency,
+                                    _lost_record(runner, {c.key: c for c in plan.todo}))
         status = "stopped_by_budget" if stop else "finished"
     finally:
-        pool.shutdown(wait=status != "interrupted", cancel_futures=True)
+        for lane in lanes:
+            lane.close(wait=status != "interrupted")
         update_meta(plan.run_dir, status=status, finished=datetime.now(UTC).isoformat(
             timespec="seconds"), duration_s=round(time.perf_counter() - started, 2),
             budget_stop={"reason": stop, "not_launched": len(plan.todo) - launched}
@@ -280,47 +319,76 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
 
 @dataclass
 class _Tally:
-    """Counts finished cases for the progress callback and the budget."""
+    """Counts finished cases by status for the progress callback and the budget."""
 
     budget: Budget
-    total: int
     progress: Callable[[Progress], None]
-    succeeded: int = 0
-    failed: int = 0
+    total: int = 0
+    counts: Counter = field(default_factory=Counter)
 
-    def add(self, row: dict[str, Any], *, report: bool = True) -> None:
+    def start(self, plan: SweepPlan) -> None:
+        """Count what an earlier attempt finished (retried errors count once, when redone)."""
+        kept = {k: s for k, s in plan.finished.items() if k not in {c.key for c in plan.todo}}
+        self.counts.update(kept.values())
+        self.total = len(kept) + len(plan.todo)
+        self.report("starting")
+
+    def add(self, row: dict[str, Any]) -> None:
         self.budget.add(row)
-        ok = row["success"] in (True, "True")
-        self.succeeded += ok
-        self.failed += not ok
-        if report:
-            self.report(f"{row['scenario']} ({row['persona']}, T={float(row['temperature']):g})")
+        self.counts[row["status"]] += 1
+        self.report(f"{row['scenario']} ({row['persona']}, T={float(row['temperature']):g})")
 
     def report(self, label: str) -> None:
-        self.progress(Progress(self.succeeded + self.failed, self.total, self.succeeded,
-                               self.failed, label))
+        counts = self.counts
+        self.progress(Progress(sum(counts.values()), self.total, counts["ok"], counts["failed"],
+                               label, counts["error"]))
 
 
-def _drive(pool: ThreadPoolExecutor, runner: CaseRunner, plan: SweepPlan,
-           writer: ResultsWriter, tally: _Tally) -> tuple[int, str | None]:
-    """Keep `concurrency` cases in flight until done or over budget; write each row as it
-    finishes. Returns (cases launched, budget stop reason or None)."""
-    queue = iter(plan.todo)
-    pending: set[Future] = set()
-    launched, stop = 0, None
+def _lost_record(runner: Any, cases: dict[str, Case]) -> Callable[[str], CaseRecord]:
+    """An error record for a case a worker process took with it when it died."""
+    from experiments.cache import CacheTally
+    from experiments.cases import Conversation
+    from experiments.checks import CheckResult
+    from experiments.records import case_record
+
+    def record(key: str) -> CaseRecord:
+        why = "the worker process running this case died"
+        return case_record(runner.context, cases[key], Conversation(harness_error=why),
+                           [CheckResult(HARNESS_ERROR, False, why)], CacheTally(), None)
+
+    return record
+
+
+def _drive(lanes: list[Any], events: queue.SimpleQueue, source: CaseSource,
+           sink: ResultsSink, tally: _Tally, concurrency: int,
+           lost_record: Callable[[str], CaseRecord]) -> tuple[int, str | None]:
+    """Keep `concurrency` cases in flight over the ready lanes until done or over budget; keep
+    each record as it finishes. Returns (cases launched, budget stop reason or None)."""
+    in_flight, launched, stop = 0, 0, None
     while True:
-        while len(pending) < plan.grid.concurrency and stop is None:
+        while in_flight < concurrency and stop is None:
             if (stop := tally.budget.exceeded()) is not None:
                 break
-            case = next(queue, None)
+            case = source.claim()
             if case is None:
                 break
-            pending.add(pool.submit(runner.run, case))
+            # The least busy ready lane; other processes before this one's threads on a tie.
+            min((lane for lane in lanes if lane.ready),
+                key=lambda lane: lane.in_flight).submit(case)
+            in_flight += 1
             launched += 1
-        if not pending:
+        if in_flight == 0:
             return launched, stop
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        for future in finished:
-            row = future.result()
-            writer.write(row)
-            tally.add(row)
+        event = events.get()
+        if event.kind == READY:
+            event.lane.ready = True
+            continue
+        records = [event.record] if event.record is not None else []
+        if event.kind == LOST:
+            event.lane.ready = False
+            records = [lost_record(key) for key in event.keys]
+        for record in records:
+            event.lane.in_flight -= 1
+            in_flight -= 1
+            sink.write(record)
+            tally.add(record.row)

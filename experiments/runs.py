@@ -58,6 +58,26 @@ def read_meta(run_dir: Path) -> dict[str, Any]:
         return {}
 
 
+def alive(pid: Any) -> bool:
+    """Whether a process with this id exists on this machine."""
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True  # someone else's process: it exists
+    return True
+
+
+def run_status(meta: dict[str, Any]) -> str:
+    """The status meta.json records, except that a "running" run whose process is gone (killed,
+    crashed, machine restarted) is "interrupted": resume it with --resume."""
+    status = str(meta.get("status", ""))
+    if status == "running" and "pid" in meta and not alive(meta["pid"]):
+        return "interrupted"
+    return status
+
+
 def write_meta(run_dir: Path, meta: dict[str, Any]) -> None:
     """Replace meta.json atomically, so a kill never leaves it half written."""
     path = Path(run_dir) / META_FILE
@@ -130,6 +150,6 @@ def list_runs(results_dir: Path) -> list[RunInfo]:
         runs.append(RunInfo(
             id=path.name, path=path, created=_created(path, meta),
             rows=len(read_rows(path / RESULTS_FILE)), has_report=(path / REPORT_FILE).exists(),
-            grid=str(meta.get("grid_name", "")), status=str(meta.get("status", "")),
+            grid=str(meta.get("grid_name", "")), status=run_status(meta),
         ))
     return sorted(runs, key=lambda r: (r.created, r.id), reverse=True)

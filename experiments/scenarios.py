@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from experiments.checks import CheckError, check_ids, validate
+from experiments.schema import ScenarioFile, validate_file
 from treadwise.datafiles import read_yaml_mapping
 
 DEFAULT_SCENARIOS = Path(__file__).resolve().parent / "scenarios" / "default.yaml"
-ID_RE = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")
-SCENARIO_FIELDS = {"id", "category", "description", "turns", "checks", "calls"}
 
 
 class ScenarioError(ValueError):
@@ -39,57 +37,25 @@ class Scenario:
         return check_ids([{"kind": "no_error"}, *self.checks])
 
 
-def _scenario(raw: Any, where: str) -> Scenario:
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{where}: each scenario is a mapping with id, category, turns, checks")
-    unknown = sorted(set(raw) - SCENARIO_FIELDS)
-    if unknown:
-        raise ScenarioError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: "
-                            f"{', '.join(sorted(SCENARIO_FIELDS))}")
-    sid = str(raw.get("id", ""))
-    if not ID_RE.fullmatch(sid):
-        raise ScenarioError(f"{where}: id {sid!r} must be lower-case letters, digits, _ or -")
-    where = f"{where} ({sid})"
-    category = str(raw.get("category") or "").strip()
-    if not category:
-        raise ScenarioError(f"{where}: category is required")
-    turns = raw.get("turns")
-    if isinstance(turns, str):
-        turns = [turns]
-    if not turns or not all(isinstance(t, str) and t.strip() for t in turns):
-        raise ScenarioError(f"{where}: turns must be a non-empty list of user messages")
-    checks = raw.get("checks") or []
-    if not isinstance(checks, list):
-        raise ScenarioError(f"{where}: checks must be a list")
-    try:
-        parsed = tuple(validate(c, f"{where}: checks[{i}]") for i, c in enumerate(checks))
-    except CheckError as exc:
-        raise ScenarioError(str(exc)) from None
-    calls = raw.get("calls")
-    if calls is not None and (not isinstance(calls, int) or calls < 1):
-        raise ScenarioError(f"{where}: calls must be a positive whole number")
-    return Scenario(sid, category, tuple(t.strip() for t in turns), parsed,
-                    str(raw.get("description") or "").strip(), calls)
-
-
 def load_scenarios(path: Path = DEFAULT_SCENARIOS) -> list[Scenario]:
     """Every scenario of a file, validated; ScenarioError names the file and the field."""
     path = Path(path)
     data = read_yaml_mapping(path, ScenarioError, "scenario file")
-    if not isinstance(data.get("scenarios"), list):
-        raise ScenarioError(f"{path}: expected a top-level 'scenarios:' list")
-    unknown = sorted(set(data) - {"scenarios", "description"})
-    if unknown:
-        raise ScenarioError(f"{path}: unknown field(s) {', '.join(unknown)}")
-    scenarios = [_scenario(raw, f"{path}: scenarios[{i}]")
-                 for i, raw in enumerate(data["scenarios"])]
-    seen: set[str] = set()
-    for scenario in scenarios:
-        if scenario.id in seen:
-            raise ScenarioError(f"{path}: scenario id {scenario.id!r} appears twice")
-        seen.add(scenario.id)
-    if not scenarios:
-        raise ScenarioError(f"{path}: no scenarios")
+    parsed = validate_file(ScenarioFile, data, path, ScenarioError)
+    scenarios, seen = [], set()
+    for i, entry in enumerate(parsed.scenarios):
+        where = f"{path}: scenarios[{i}] ({entry.id})"
+        if entry.id in seen:
+            raise ScenarioError(f"{where}: scenario id {entry.id!r} appears twice")
+        seen.add(entry.id)
+        try:
+            checks = tuple(validate(c, f"{where}: checks[{j}]")
+                           for j, c in enumerate(entry.checks))
+        except CheckError as exc:
+            raise ScenarioError(str(exc)) from None
+        scenarios.append(Scenario(entry.id, entry.category.strip(),
+                                  tuple(t.strip() for t in entry.turns), checks,
+                                  entry.description.strip(), entry.calls))
     return scenarios
 
 

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import csv
 import math
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from experiments.report import ReportError, compare_best, load_results, summarise, write_report
+from experiments.analysis import load_results, pairwise, summarise
+from experiments.report import ReportError, write_report
 from experiments.results import COLUMNS, RESULTS_FILE, ResultsWriter, read_rows, repair
 from experiments.runs import list_runs, write_meta
-from experiments.stats import mcnemar_exact, mean_interval, percentile, wilson
+from experiments.stats import (
+    cluster_bootstrap,
+    holm,
+    mcnemar_exact,
+    mean_interval,
+    percentile,
+    wilson,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -23,104 +35,135 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
     (1, 2, 0.094531, 0.905469),
 ])
 def test_wilson_matches_published_values(k, n, low, high):
-    got = wilson(k, n)
-    assert got == pytest.approx((low, high), abs=1e-6)
-
-
-def test_wilson_agrees_with_scipy():
-    from scipy.stats import binomtest
-
-    for k, n in [(3, 7), (49, 51), (0, 1), (120, 459)]:
-        ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-        assert wilson(k, n) == pytest.approx((ci.low, ci.high), abs=1e-9)
+    assert wilson(k, n) == pytest.approx((low, high), abs=1e-6)
     assert wilson(0, 0) == (0.0, 1.0)
 
 
 @pytest.mark.parametrize(("b", "c", "p"), [
-    (0, 0, 1.0),
-    (1, 9, 0.021484375),      # 2 * (C(10,0) + C(10,1)) / 2^10
-    (5, 0, 0.0625),           # 2 / 2^5
-    (3, 3, 1.0),
-    (2, 8, 0.109375),         # 2 * (1 + 10 + 45) / 1024
-])
+    (0, 0, 1.0), (1, 9, 0.021484375), (5, 0, 0.0625), (3, 3, 1.0), (2, 8, 0.109375)])
 def test_exact_mcnemar_known_values(b, c, p):
     assert mcnemar_exact(b, c) == pytest.approx(p, abs=1e-12)
     assert mcnemar_exact(c, b) == pytest.approx(p, abs=1e-12)
 
 
-def test_exact_mcnemar_agrees_with_scipy_binomial_test():
-    from scipy.stats import binomtest
-
-    for b, c in [(7, 2), (12, 30), (0, 6), (40, 41)]:
-        assert mcnemar_exact(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-9)
-
-
-def test_percentile_and_mean_interval():
-    assert percentile([1, 2, 3, 4], 50) == 2.5
-    assert percentile([10.0], 95) == 10.0
-    assert math.isnan(percentile([], 50))
+def test_holm_known_values_and_percentiles():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([]) == []
+    assert percentile([1, 2, 3, 4], 50) == 2.5 and math.isnan(percentile([], 50))
     mean, low, high = mean_interval([2.0, 4.0, 6.0])
     assert mean == 4.0 and low < 4.0 < high
+
+
+def test_cluster_bootstrap_resamples_scenarios_not_cases():
+    # Five scenarios x ten repeats: three always pass, two always fail. Fifty cases look
+    # precise to a binomial interval, but there are only five independent scenarios.
+    values = [1.0] * 30 + [0.0] * 20
+    clusters = [f"s{i // 10}" for i in range(50)]
+    first = cluster_bootstrap(values, clusters)
+    assert first == cluster_bootstrap(values, clusters)  # seeded: the same every time
+    assert first.value == pytest.approx(0.6)
+    naive_low, naive_high = wilson(30, 50)
+    assert first.high - first.low > 1.5 * (naive_high - naive_low)
+    everyone = cluster_bootstrap([1.0] * 34, [i // 2 for i in range(34)])
+    assert everyone.value == 1.0 and everyone.low < 0.85  # 17 scenarios, not certainty
+    assert "17 clusters" in everyone.method
 
 
 def row(**values) -> dict:
     base = {column: "" for column in COLUMNS}
     base.update({"run_id": "r", "provider": "offline", "model": "rule-based",
-                 "model_spec": "offline", "variation": "baseline", "category": "math",
-                 "checks_total": 3, "latency_s": 0.05, "model_calls": 2, "iterations": 2,
-                 "turn_iterations": "2", "stopped_by_cap": False, "tool_sequence": "add>square",
-                 "tool_errors": 0, "artifacts": 0, "input_tokens": 2000, "output_tokens": 50,
-                 "cost_usd": 0.0, "response_chars": 20, "response_words": 4, "answer": "81",
-                 "seed": 1, "timestamp": "2026-01-01T00:00:00+00:00", "package_version": "0.1.0",
+                 "model_spec": "offline", "variation": "baseline", "strategy": "react",
+                 "category": "math", "checks_total": 3, "latency_s": 0.05, "model_calls": 2,
+                 "iterations": 2, "turn_iterations": "2", "turn_model_calls": "2",
+                 "stopped_by_cap": False, "tool_sequence": "add>square", "tool_errors": 0,
+                 "artifacts": 0, "input_tokens": 2000, "output_tokens": 50, "cost_usd": 0.0,
+                 "http_attempts": 0, "retry_wait_s": 0.0, "ttft_s": 0.01, "usage_missing": False,
+                 "cache_hits": 0, "response_chars": 20, "response_words": 4, "hedges": 0,
+                 "questions": 0, "numbers": 1, "units": 0, "answer": "81", "seed": 1,
+                 "timestamp": "2026-01-01T00:00:00+00:00", "package_version": "0.1.0",
                  "git_commit": "unknown"})
     base.update(values)
-    success = base.get("success", True)
-    base["checks_passed"] = 3 if success else 2
-    if not success:
+    status = base.get("status") or ("ok" if base.get("success", True) else "failed")
+    base["status"], base["success"] = status, status == "ok"
+    base["checks_passed"] = 3 if status == "ok" else 2
+    if status == "failed":
         base.update(failed_checks="answer_number", check_details="answer_number: expected 81")
+    if status == "error":
+        base.setdefault("error_type", "provider_error")
+        base["error_type"] = base["error_type"] or "provider_error"
     base["case_key"] = f"{base['config_hash']}-{base['scenario']}-r{base['repeat']}"
     return base
 
 
-def synthetic_run(run_dir: Path, *, priced: bool = False) -> None:
-    """Config A passes all 10 pairs, B fails 5 of them, C (cautious) fails all."""
+def synthetic_run(run_dir: Path, *, priced: bool = False, configs=None) -> None:
+    """By default config A passes all 10 pairs, B fails 5 of them, C (cautious) fails all."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    configs = configs or [("friendly", 0.0, "aaaa", set()),
+                          ("technical", 0.5, "bbbb", {0, 1, 2, 3, 4}),
+                          ("cautious", 1.0, "cccc", set(range(10)))]
     with ResultsWriter(run_dir / RESULTS_FILE) as writer:
-        for persona, temperature, config, fails in [("friendly", 0.0, "aaaa", set()),
-                                                    ("technical", 0.5, "bbbb", {0, 1, 2, 3, 4}),
-                                                    ("cautious", 1.0, "cccc", set(range(10)))]:
+        for persona, temperature, config, fails, *errors in configs:
             for i in range(10):
-                scenario, repeat = f"s{i % 5}", i // 5 + 1
+                status = "error" if errors and i in errors[0] else (
+                    "failed" if i in fails else "ok")
                 writer.write(row(persona=persona, temperature=temperature, config_hash=config,
-                                 scenario=scenario, repeat=repeat, success=i not in fails,
+                                 scenario=f"s{i % 5}", repeat=i // 5 + 1, status=status,
                                  cost_usd=0.002 * (1 + temperature) if priced else 0.0,
                                  latency_s=0.05 + i / 100, response_words=4 + i,
+                                 hedges=i % 3 if persona == "cautious" else 0,
                                  turn_iterations="2|3" if i % 2 else "2"))
     write_meta(run_dir, {"grid_name": "synthetic", "status": "finished",
                          "created": "2026-01-01T00:00:00+00:00"})
 
 
-def test_summary_per_cell_with_wilson_and_latency(tmp_path):
-    synthetic_run(tmp_path)
-    summary = summarise(load_results(tmp_path))
-    assert list(summary["persona"]) == ["friendly", "technical", "cautious"]
-    best = summary.iloc[0]
-    assert best["n"] == 10 and best["success_rate"] == 1.0
-    assert (best["ci_low"], best["ci_high"]) == pytest.approx(wilson(10, 10))
-    assert summary.iloc[1]["success_rate"] == 0.5
-    assert best["latency_p50_s"] == pytest.approx(percentile([0.05 + i / 100 for i in range(10)],
-                                                             50))
-    assert summary.iloc[0]["model"] == "offline (rule-based, not an LLM)"
+def test_rates_count_ok_against_failed_and_show_errors_beside(tmp_path):
+    synthetic_run(tmp_path, configs=[("friendly", 0.0, "aaaa", {0}, {1, 2, 3, 4}),
+                                     ("technical", 0.0, "bbbb", {0})])
+    summary = summarise(load_results(tmp_path)).set_index("config_hash")
+    # Four provider errors are not four failures: 5 of 6 judged cases passed.
+    assert summary.loc["aaaa", "n"] == 6 and summary.loc["aaaa", "errors"] == 4
+    assert summary.loc["aaaa", "success_rate"] == pytest.approx(5 / 6)
+    assert summary.loc["bbbb", "success_rate"] == pytest.approx(0.9)
+    text = write_report(tmp_path, charts=False).read_text()
+    assert "4 errored (provider or harness failures" in text
+    assert "--retry-errors" in text
 
 
-def test_mcnemar_compares_the_two_best_on_paired_cases(tmp_path):
+def test_a_case_run_again_counts_once_with_its_latest_row(tmp_path):
+    synthetic_run(tmp_path, configs=[("friendly", 0.0, "aaaa", set(), {0})])
+    with ResultsWriter(tmp_path / RESULTS_FILE) as writer:
+        writer.write(row(persona="friendly", temperature=0.0, config_hash="aaaa",
+                         scenario="s0", repeat=1, status="ok"))
+    df = load_results(tmp_path)
+    assert len(df) == 10 and set(df["status"]) == {"ok"}
+
+
+def test_ties_are_reported_as_ties_not_picked_by_latency(tmp_path):
+    synthetic_run(tmp_path, configs=[("friendly", 0.0, "aaaa", set()),
+                                     ("technical", 0.0, "bbbb", set()),
+                                     ("cautious", 0.0, "cccc", set()),
+                                     ("friendly", 1.0, "dddd", {0, 1})])
+    text = write_report(tmp_path, charts=False).read_text()
+    assert "Best configuration: a tie.** 3 configurations share the top" in text
+    assert "None is picked over the others" in text
+    assert "fastest" not in text
+    assert "not significantly worse" in text  # 8/10 cannot be told apart from 10/10
+
+
+def test_pairwise_comparisons_are_every_pair_holm_corrected(tmp_path):
     synthetic_run(tmp_path)
     df = load_results(tmp_path)
-    comparison = compare_best(df, summarise(df))
-    assert comparison.pairs == 10
-    assert (comparison.first_only, comparison.second_only) == (5, 0)
-    assert comparison.p_value == pytest.approx(0.0625)
-    assert comparison.first.startswith("friendly")
+    pairs = pairwise(df, summarise(df)).set_index(["first_hash", "second_hash"])
+    assert len(pairs) == 3
+    a_vs_c = pairs.loc[("aaaa", "cccc")]
+    assert (a_vs_c["first_only"], a_vs_c["second_only"]) == (10, 0)
+    assert a_vs_c["p_value"] == pytest.approx(2 / 2 ** 10)
+    assert a_vs_c["p_holm"] == pytest.approx(3 * 2 / 2 ** 10) and a_vs_c["significant"]
+    a_vs_b = pairs.loc[("aaaa", "bbbb")]
+    assert a_vs_b["p_value"] == pytest.approx(0.0625) and not a_vs_b["significant"]
+    text = write_report(tmp_path, charts=False).read_text()
+    assert "1 of 3 pairs differ at the 5% level" in text
+    assert (tmp_path / "pairwise.csv").exists()
 
 
 def valid_png(path: Path) -> bool:
@@ -134,27 +177,68 @@ def valid_png(path: Path) -> bool:
 
 
 @pytest.mark.parametrize("priced", [False, True])
-def test_report_writes_summary_charts_and_markdown(tmp_path, priced):
+def test_report_writes_tables_charts_with_captions_and_markdown(tmp_path, priced):
     synthetic_run(tmp_path, priced=priced)
-    report = write_report(tmp_path)
-    text = report.read_text()
+    text = write_report(tmp_path).read_text()
     charts = sorted((tmp_path / "charts").glob("*.png"))
-    assert len(charts) >= 6
+    assert {"success_heatmap.png", "config_scenario.png", "temperature_curves.png",
+            "latency_per_call.png", "errors.png", "persona_style.png",
+            "cost_vs_success.png"} <= {c.name for c in charts}
     assert all(valid_png(chart) for chart in charts)
     for chart in charts:
-        assert f"](charts/{chart.name})" in text
+        # Every chart is followed by its one-line caption in italics.
+        assert re.search(rf"\]\(charts/{re.escape(chart.name)}\)\n\n\*[A-Z][^\n]+\*\n", text)
     assert "could not be drawn" not in text
-    assert "p = 0.0625" in text
-    assert "offline (rule-based, not an LLM)" in text
+    assert "offline (rule-based, not an LLM)" in text and "cluster-bootstrap" in text
     assert "Best configuration:** friendly" in text
-    assert "Failed most (scenarios)" in text
+    assert "**temperature**: 100.0 points" in text
+    assert "hedging words (p = " in text  # the cautious persona hedges, the others do not
     with (tmp_path / "summary.csv").open() as handle:
         cells = list(csv.DictReader(handle))
     assert len(cells) == 3
-    assert {"n", "success_rate", "ci_low", "ci_high", "latency_p50_s", "latency_p95_s",
-            "mean_input_tokens", "mean_output_tokens", "mean_cost_usd"} <= set(cells[0])
-    assert (tmp_path / "effects.csv").exists()
-    assert "**temperature**: 100.0 points" in text
+    assert {"n", "errors", "success_rate", "ci_low", "ci_high", "latency_per_call_p50_s",
+            "ttft_p50_s", "mean_http_attempts", "usage_missing", "cache_hits"} <= set(cells[0])
+    for name in ("effects.csv", "style.csv"):
+        assert (tmp_path / name).exists()
+
+
+def test_charts_are_colour_blind_safe_and_show_temperature(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    from matplotlib.colors import to_hex
+
+    from experiments.charts import HEATMAP, OKABE_ITO
+    from experiments.charts.costs import cost_vs_success
+    from experiments.charts.outcomes import success_heatmap, temperature_curves
+
+    with ResultsWriter(tmp_path / RESULTS_FILE) as writer:
+        for spec in ("offline", "openai:gpt-test"):
+            for persona in ("friendly", "technical"):
+                for t in (0.0, 1.0):
+                    for i in range(6):
+                        writer.write(row(persona=persona, temperature=t, model_spec=spec,
+                                         config_hash=f"{spec[:3]}{persona[:2]}{t}",
+                                         scenario=f"s{i % 3}", repeat=i // 3 + 1,
+                                         status="failed" if t and i == 0 else "ok"))
+    df = load_results(tmp_path)
+    summary = summarise(df)
+    curves = temperature_curves(df, summary, plt, sns)
+    top = [ax for ax in curves.axes if ax.get_subplotspec().rowspan.start == 0]
+    assert len(top) == 2 and top[0].get_shared_y_axes().joined(top[0], top[1])
+    colours = {to_hex(line.get_color()) for ax in curves.axes for line in ax.get_lines()}
+    assert colours and colours <= {c.lower() for c in OKABE_ITO}
+    scatter = cost_vs_success(df, summary, plt, sns)
+    shapes = {(line.get_marker(), line.get_markerfacecolor()) for ax in scatter.axes
+              for line in ax.get_lines() if line.get_marker() not in (None, "None", "")}
+    # Within a persona's panel both temperatures appear, each with its own marker.
+    assert {m for m, _ in shapes} >= {"o", "s"}
+    heat = success_heatmap(df, summary, plt, sns)
+    assert heat.axes[0].collections[0].get_cmap().name == HEATMAP
+    assert "1/1" not in heat.axes[0].texts[0].get_text() and "/" in heat.axes[0].texts[0].get_text()
+    plt.close("all")
 
 
 def test_report_reads_only_complete_rows(tmp_path):
@@ -162,7 +246,7 @@ def test_report_reads_only_complete_rows(tmp_path):
     with (tmp_path / RESULTS_FILE).open("a") as handle:
         handle.write('r,half-a-row,"an answer cut off by a ki')
     assert len(load_results(tmp_path)) == 30
-    assert write_report(tmp_path).exists()
+    assert write_report(tmp_path, charts=False).exists()
 
 
 def test_report_on_an_empty_run_says_so(tmp_path):
@@ -173,13 +257,24 @@ def test_report_on_an_empty_run_says_so(tmp_path):
         write_report(tmp_path)
 
 
+def test_rows_of_an_older_run_keep_its_columns_when_resumed(tmp_path):
+    path = tmp_path / RESULTS_FILE
+    old = [c for c in COLUMNS if c not in ("status", "strategy", "http_attempts")]
+    path.write_text(",".join(old) + "\n")
+    with ResultsWriter(path) as writer:
+        writer.write(row(config_hash="aaaa", scenario="s1", repeat=1, status="failed"))
+    (got,) = read_rows(path)
+    assert list(got) == old and got["success"] == "False"
+    assert load_results(tmp_path)["status"].tolist() == ["failed"]
+
+
 def test_repair_cuts_a_record_broken_inside_a_quoted_newline(tmp_path):
     path = tmp_path / RESULTS_FILE
     with ResultsWriter(path) as writer:
         writer.write(row(config_hash="aaaa", scenario="s1", repeat=1, answer="line one\nline two"))
     whole = path.read_bytes()
-    path.write_bytes(whole + b'r,k2,h,s2,1,friendly,offline,x,offline,0,baseline,m,True,3,3,,,'
-                     b'0.1,2,2,2,False,add,0,,0,1,1,0,5,1,"first line\n')
+    path.write_bytes(whole + b'r,k2,h,s2,1,friendly,offline,x,offline,0,baseline,react,m,ok,'
+                     b'True,3,3,,,0.1,2,2,2,2,False,0,0,0,False,0,add,0,,0,1,1,0,5,1,"first\n')
     assert len(read_rows(path)) == 1
     assert repair(path) > 0
     assert path.read_bytes() == whole
@@ -195,10 +290,23 @@ def test_list_runs_newest_first(tmp_path):
     synthetic_run(newer)
     write_meta(newer, {"grid_name": "b", "status": "finished",
                        "created": "2026-01-02T00:00:00+00:00"})
-    write_report(older)
+    write_report(older, charts=False)
     (tmp_path / "not-a-run").mkdir()
     runs = list_runs(tmp_path)
     assert [r.id for r in runs] == [newer.name, older.name]
     assert [r.rows for r in runs] == [30, 30]
     assert [r.has_report for r in runs] == [False, True]
     assert list_runs(tmp_path / "missing") == []
+
+
+def test_a_run_whose_process_is_gone_is_interrupted(tmp_path):
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead, live = tmp_path / "20260101-000000-dead-0001", tmp_path / "20260101-000000-live-0002"
+    for run, pid in ((dead, int(gone.stdout)), (live, os.getpid())):
+        synthetic_run(run)
+        write_meta(run, {"grid_name": "g", "status": "running", "pid": pid,
+                         "created": "2026-01-01T00:00:00+00:00"})
+    statuses = {r.id: r.status for r in list_runs(tmp_path)}
+    assert statuses == {dead.name: "interrupted", live.name: "running"}
+    assert "status is 'interrupted'" in write_report(dead, charts=False).read_text()

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from experiments.grid import load_grid
+from experiments.report import write_report
 from experiments.results import RESULTS_FILE, read_rows
 from experiments.runner import Progress, SweepError, run_sweep
 from experiments.runs import read_meta
@@ -115,6 +116,8 @@ def test_a_killed_sweep_resumes_without_running_any_case_twice(repo, tmp_path):
     rows_before = read_rows(run_dir / RESULTS_FILE)
     assert 15 <= len(rows_before) < total, "the sweep must be killed midway"
     assert read_meta(run_dir)["status"] == "running"
+    listing = cli(repo, "list", "--out", str(out))
+    assert run_dir.name in listing.stdout and listing.stdout.rstrip().endswith("interrupted")
 
     done = cli(repo, "run", "--resume", str(run_dir), "--no-report")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -166,7 +169,7 @@ def test_progress_reports_every_case_with_the_success_count(tmp_path):
     seen: list[Progress] = []
     run_sweep(grid, out_dir=tmp_path / "out", progress=seen.append, report=False,
               echo=lambda line: None)
-    assert seen[-1] == Progress(3, 3, 3, 0, seen[-1].label)
+    assert seen[-1] == Progress(3, 3, 3, 0, seen[-1].label, 0)
     assert [p.done for p in seen] == [0, 1, 2, 3]
     assert seen[-1].success_rate == 1.0
 
@@ -189,12 +192,16 @@ def test_every_case_has_its_own_data_dir(tmp_path):
         assert [lead["email"] for lead in Store(folder).leads()] == ["ana@fleetco.com"]
 
 
-def test_successful_cases_leave_no_data_dir_by_default(tmp_path):
-    grid = write_grid(tmp_path, [HOURS, {**HOURS, "id": "impossible",
-                                         "checks": [{"kind": "answer_matches",
-                                                     "pattern": "Ulaanbaatar"}]}])
+def test_only_failed_cases_keep_what_they_wrote_by_default(tmp_path):
+    lead = next(s for s in yaml.safe_load(DEFAULT_SCENARIOS.read_text())["scenarios"]
+                if s["id"] == "lead_single")
+    grid = write_grid(tmp_path, [lead, {**lead, "id": "lead_wrong", "checks": [
+        {"kind": "answer_matches", "pattern": "Ulaanbaatar"}]}, HOURS])
     run_dir, _ = sweep(grid, tmp_path / "out")
-    assert [p.name.split("-", 1)[1] for p in (run_dir / "cases").iterdir()] == ["impossible-r1"]
+    # The passing lead case wrote a database too, but only the failure keeps its folder; a
+    # case that wrote nothing never had one.
+    (kept,) = (run_dir / "cases").iterdir()
+    assert kept.name.endswith("-lead_wrong-r1") and (kept / "leads.db").exists()
 
 
 def test_budget_stops_launching_new_cases(tmp_path):
@@ -257,6 +264,9 @@ def test_a_429_with_retry_after_is_absorbed(tmp_path, monkeypatch):
     assert elapsed >= 1.0
     assert row["provider"] == "openai" and row["model"] == "gpt-4o-mini"
     assert int(row["input_tokens"]) == 22 and float(row["cost_usd"]) > 0
+    # The wait is visible beside the latency, and so is the refused request.
+    assert row["http_attempts"] == "3" and 1.0 <= float(row["retry_wait_s"]) < 2.0
+    assert float(row["ttft_s"]) >= 1.0
 
 
 def test_a_model_that_only_fails_gives_error_rows_and_the_sweep_completes(tmp_path,
@@ -277,11 +287,17 @@ def test_a_model_that_only_fails_gives_error_rows_and_the_sweep_completes(tmp_pa
     good = [r for r in rows if r["model"] == "good-model"]
     bad = [r for r in rows if r["model"] == "broken-model"]
     assert [r["success"] for r in good] == ["True", "True"]
-    assert all(r["success"] == "False" and r["error_type"] == "provider_error" for r in bad)
+    assert all(r["status"] == "error" and r["error_type"] == "provider_error" for r in bad)
+    assert all(r["success"] == "False" for r in bad)
     assert all("HTTP 500" in r["error_message"] for r in bad)
     assert len(broken_requests) == 4  # each case: the call and its one retry
+    # The retried request shows in the row even though no model call came back.
+    assert [(r["http_attempts"], r["model_calls"]) for r in bad] == [("2", "0"), ("2", "0")]
     assert read_meta(run_dir)["status"] == "finished"
-    assert "provider_error x2" in (run_dir / "report.md").read_text()
+    report = (run_dir / "report.md").read_text()
+    assert "provider_error x2" in report
+    # The broken model's errors are not failures: no success rate is made up for it.
+    assert "| friendly / openai:broken-model / T=0 / baseline | 0 | 2 | n/a |" in report
 
 
 def test_a_hanging_provider_times_out_per_call(tmp_path, monkeypatch):
@@ -358,3 +374,151 @@ def test_rows_carry_provenance(tmp_path):
     assert int(row["response_words"]) == len(row["answer"].split()) > 0
     assert row["cost_usd"] == "0.0" and row["seed"].isdigit()
     assert os.path.exists(run_dir / "grid.yaml")
+
+
+def test_errors_are_apart_from_failures_and_retry_errors_reruns_only_them(tmp_path,
+                                                                          monkeypatch):
+    answer = tool_then_answer("get_business_info", {"topic": "opening hours"})
+    healthy = {"now": False}
+
+    def brain(request: dict) -> Reply:
+        user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+        if "broken" in user and not healthy["now"]:
+            return Reply(status=503)
+        return answer(request)
+
+    broken = {**HOURS, "id": "broken", "turns": ["What are your broken opening hours?"]}
+    wrong = {**HOURS, "id": "wrong", "checks": [{"kind": "answer_matches",
+                                                 "pattern": "Ulaanbaatar"}]}
+    with OpenAIServer(brain) as server:
+        openai_env(monkeypatch, server)
+        grid = write_grid(tmp_path, [HOURS, broken, wrong], models=["openai:gpt-test"],
+                          max_retries=1, max_retry_wait_s=5)
+        run_dir, _ = sweep(grid, tmp_path / "out")
+        rows = {r["scenario"]: r for r in read_rows(run_dir / RESULTS_FILE)}
+        assert {s: r["status"] for s, r in rows.items()} == {
+            "hours": "ok", "broken": "error", "wrong": "failed"}
+        assert rows["broken"]["error_type"] == "provider_error"
+        assert rows["broken"]["http_attempts"] == "2" and float(rows["broken"][
+            "retry_wait_s"]) > 0
+        assert rows["hours"]["http_attempts"] == "2" and rows["hours"]["retry_wait_s"] == "0.0"
+        assert 0 < float(rows["hours"]["ttft_s"]) <= float(rows["hours"]["latency_s"])
+        assert rows["hours"]["usage_missing"] == "False"
+
+        # A plain resume treats the errored case as done; --retry-errors runs it, alone.
+        _, lines = sweep(None, tmp_path / "out", resume=run_dir)
+        assert any("to run now: 0" in line for line in lines)
+        healthy["now"] = True
+        before = len(server.requests)
+        _, lines = sweep(None, tmp_path / "out", resume=run_dir, retry_errors=True)
+        assert any("to run now: 1, already done: 3 (1 errored)" in line for line in lines)
+        assert len(server.requests) - before == 2  # the broken case's two model calls
+    rows = read_rows(run_dir / RESULTS_FILE)
+    assert sorted(r["scenario"] for r in rows[:3]) == ["broken", "hours", "wrong"]
+    assert rows[3]["scenario"] == "broken"  # appended; readers take a case's latest row
+    assert [r["status"] for r in rows if r["scenario"] == "broken"] == ["error", "ok"]
+    with pytest.raises(SweepError, match="give it --resume"):
+        sweep(grid, tmp_path / "out", retry_errors=True)
+
+
+def test_missing_usage_is_estimated_and_flagged_not_zero(tmp_path, monkeypatch):
+    def no_usage(request: dict) -> Reply:
+        return Reply(body={"id": "c1", "object": "chat.completion", "created": 1,
+                           "model": "m", "choices": [{"index": 0, "finish_reason": "stop",
+                                                      "message": {"role": "assistant",
+                                                                  "content": "Hello there"}}]})
+
+    with OpenAIServer(no_usage) as server:
+        openai_env(monkeypatch, server)
+        grid = write_grid(tmp_path, [{**HOURS, "checks": []}], models=["openai:gpt-test"])
+        run_dir, _ = sweep(grid, tmp_path / "out")
+    (row,) = read_rows(run_dir / RESULTS_FILE)
+    write_report(run_dir, charts=False)
+    assert row["usage_missing"] == "True"
+    assert int(row["input_tokens"]) > 100 and int(row["output_tokens"]) > 0
+    assert "1 cases without provider token counts (estimated" in (
+        run_dir / "report.md").read_text()
+
+
+def test_streaming_grids_time_the_first_token(tmp_path, monkeypatch):
+    def slow_words(request: dict) -> Reply:
+        assert request.get("stream") is True
+        return Reply(text="Our hours are Monday to Saturday " * 5)
+
+    with OpenAIServer(slow_words) as server:
+        openai_env(monkeypatch, server)
+        grid = write_grid(tmp_path, [{**HOURS, "checks": []}], models=["openai:gpt-test"],
+                          stream=True)
+        run_dir, _ = sweep(grid, tmp_path / "out")
+    (row,) = read_rows(run_dir / RESULTS_FILE)
+    assert row["status"] == "ok" and float(row["ttft_s"]) < float(row["latency_s"])
+    assert int(row["output_tokens"]) == 7  # the stream's own usage
+
+
+def test_strategies_are_a_factor_and_react_keeps_todays_case_keys(tmp_path, monkeypatch):
+    from experiments import runner
+    from treadwise.agent import Agent
+
+    plain = load_grid(write_grid(tmp_path, [HOURS]))
+    grid = write_grid(tmp_path, [HOURS], strategies=["react", "plan-verify"])
+    assert [c.key for c in load_grid(grid).cases()][0] == plain.cases()[0].key
+    if not runner.strategies_supported():
+        run_dir, lines = sweep(grid, tmp_path / "out")
+        assert any("skipped strategy plan-verify" in line for line in lines)
+        assert [r["strategy"] for r in read_rows(run_dir / RESULTS_FILE)] == ["react"]
+        # Until the agent has strategies, stand in for one to see what reaches it.
+        seen: list[str | None] = []
+        original = Agent.run
+
+        def run(self, message, strategy=None, **kwargs):
+            seen.append(strategy)
+            return original(self, message, **kwargs)
+
+        monkeypatch.setattr(Agent, "run", run)
+    run_dir, _ = sweep(grid, tmp_path / "out2")
+    rows = read_rows(run_dir / RESULTS_FILE)
+    assert sorted(r["strategy"] for r in rows) == ["plan-verify", "react"]
+    assert len({r["config_hash"] for r in rows}) == 2
+    if "seen" in locals():
+        assert sorted(seen, key=str) == [None, "plan-verify"]
+
+
+def test_worker_processes_share_the_cases_and_a_dead_one_costs_only_its_cases(tmp_path,
+                                                                             monkeypatch):
+    import multiprocessing
+
+    from langchain_core.messages import AIMessage
+
+    from experiments import workers
+    from tests.fakes import ScriptedModel
+    from treadwise.models import registry
+
+    parent, said = os.getpid(), []
+
+    def reply(messages, kwargs) -> AIMessage:
+        text = messages[-1].text
+        if os.getpid() != parent and said:
+            time.sleep(0.5)  # (its first case's record has gone out by now)
+            os._exit(3)  # the worker process dies in the middle of its second case
+        said.append(text)
+        time.sleep(0.05)
+        return AIMessage(f"answered by process {os.getpid()}")
+
+    monkeypatch.setitem(registry.PROVIDERS, "pid", lambda *args: ScriptedModel(script=[reply]))
+    # fork, so the other process has this test's provider too.
+    monkeypatch.setattr(workers, "_context", lambda: multiprocessing.get_context("fork"))
+    scenarios = [{"id": "say", "category": "c", "turns": ["hello"], "checks": []},
+                 {"id": "again", "category": "c", "turns": ["hello again"], "checks": []}]
+    grid = write_grid(tmp_path, scenarios, models=["pid:m"], repeats=30, concurrency=4,
+                      workers=2)
+    run_dir, lines = sweep(grid, tmp_path / "out")
+    assert any("concurrency 4 over 2 processes" in line for line in lines)
+    rows = read_rows(run_dir / RESULTS_FILE)
+    assert len(rows) == len({r["case_key"] for r in rows}) == 60
+    said = {r["answer"] for r in rows if r["status"] == "ok"}
+    assert f"answered by process {parent}" in said and len(said) == 2  # both processes worked
+    lost = [r for r in rows if r["status"] == "error"]
+    assert lost and all(r["error_type"] == "harness" and "worker process" in r[
+        "error_message"] for r in lost)
+    assert all(r["status"] == "ok" for r in rows if r not in lost)
+    assert read_meta(run_dir)["status"] == "finished" and read_meta(run_dir)["workers"] == 2

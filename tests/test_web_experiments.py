@@ -35,13 +35,15 @@ def results(tmp_path: Path) -> Path:
 def test_a_run_shows_its_summary_charts_and_report_and_nothing_else_is_served(results: Path):
     with serve_in_process(Settings.from_env(), results_dir=results) as url:
         client = Client(url, verbose=False, download_files=False)
-        runs, summary, charts, report = client.predict(None, api_name="/runs_refresh")
+        runs, summary, charts, report, config, case, transcript, baseline = client.predict(
+            None, api_name="/runs_refresh")
         assert runs["value"] == RUN and RUN in runs["choices"][0][0]
         assert summary["headers"] == ["persona", "model", "success_rate"]
         assert summary["data"] == [["technical", "offline", "1"]]
         chart = charts[0]["image"]
         assert httpx.get(f"{url}gradio_api/file={chart['path']}").content.startswith(PNG_MAGIC)
         assert "&lt;img" in report and "all good" in report
+        assert config["choices"] == [] and "Pick a configuration" in transcript
         for private in [results / RUN / "cases" / "case-1" / "leads.db",
                         results / RUN / "charts" / "success_heatmap.png",
                         results / RUN / "results.csv"]:
@@ -59,7 +61,7 @@ def test_a_small_sweep_runs_from_the_page_and_its_results_appear(tmp_path: Path)
     results = tmp_path / "results"
     with serve_in_process(Settings.from_env(), results_dir=results) as url:
         client = Client(url, verbose=False, download_files=False)
-        runs, summary, charts, _, status = client.predict(3, api_name="/sweep")
+        runs, summary, charts, *_, status = client.predict(3, api_name="/sweep")
     assert "finished" in status
     assert runs["value"] and (results / runs["value"] / "results.csv").exists()
     assert "success_rate" in summary["headers"] and summary["data"]

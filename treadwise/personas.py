@@ -22,6 +22,8 @@ class Persona:
     order: int = 100
     show_method: bool = False
     voice: dict[str, list[str]] = field(default_factory=dict)
+    # What a judge looks for when the experiment harness grades persona adherence.
+    rubric: str = ""
 
     def phrases(self, part: str) -> list[str]:
         """The alternatives for one part of a reply; the first is the temperature-0 choice."""
@@ -47,6 +49,7 @@ def _read(path: Path) -> Persona:
         order=int(data.get("order", 100)),
         show_method=bool(data.get("show_method", False)),
         voice=voice,
+        rubric=str(data.get("rubric") or "").strip(),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import time
@@ -20,11 +21,13 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, within
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
 from treadwise.conversation import current_turn
 from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, classify, redact
 from treadwise.models import display_name, resolve_model
+from treadwise.models.tally import start_tally
 from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, Settings
 
@@ -65,10 +68,12 @@ class TurnResult:
     error: FriendlyError | None = None
     # A strategy's own record (stages, attempts, vote); None for the default, react.
     strategy: dict[str, Any] | None = None
+    calls: CallStats = field(default_factory=CallStats)
 
     def to_json(self) -> dict[str, Any]:
         """Exactly the fields of the CLI contract, plus `strategy` when one other than react ran."""
         data = asdict(self)
+        del data["calls"]
         data["tool_calls"] = [step.public() for step in self.tool_calls]
         data["error"] = self.error.to_dict() if self.error else None
         if self.strategy is None:
@@ -222,14 +227,22 @@ class Agent:
             return
         before = self._head(thread_id)
         settled = False  # memory holds the finished turn, or is back as it was
+        # The turn runs in its own context: the request tally it starts is seen by every
+        # model call, whichever thread resumes this generator.
+        turn_context = contextvars.copy_context()
+        tally, first_token = turn_context.run(start_tally), FirstToken()
         try:
             modes = ["messages", "updates"] if tokens else ["updates"]
+            config = {**self._config(thread_id, strategy), "callbacks": [first_token]}
             # Checkpoints are written once, as the run ends, not after every step: fewer
             # writes per turn, and nothing half-done for a rollback to undo in between.
-            chunks = graph.stream(turn_input(message), self._config(thread_id, strategy),
-                                  context=context, stream_mode=modes, durability="exit")
+            chunks = within(turn_context, graph.stream(
+                turn_input(message), config, context=context, stream_mode=modes,
+                durability="exit"))
             yield from self._graph_events(chunks, result, steps, stages, answer_nodes)
-            self._summarise(result, thread_id, steps, strategy)
+            result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
+                                     first_token.seconds)
+            self._summarise(result, thread_id, steps, strategy, context.persona)
             if result.error is not None:
                 self._restore(graph, thread_id, before)
                 settled = True
@@ -317,20 +330,31 @@ class Agent:
         step.duration_s = msg.response_metadata.get("duration_s")
         step.artifacts = _artifacts(msg)
 
+    @staticmethod
+    def _reported_usage(result: TurnResult, messages: list[Any], reply: AIMessage,
+                        persona: Any) -> dict[str, Any]:
+        """A reply's token counts; estimated (and flagged) when the provider sent none."""
+        if reply.usage_metadata:
+            return dict(reply.usage_metadata)
+        result.calls.usage_missing = True
+        return estimate_usage(messages, messages.index(reply), persona)
+
     def _summarise(self, result: TurnResult, thread_id: str, steps: list[ToolStep],
-                   strategy: str = DEFAULT_STRATEGY) -> None:
+                   strategy: str = DEFAULT_STRATEGY, persona: Any = None) -> None:
         """Fill the result from what the checkpoint holds for this turn."""
         try:
             state = self.graph_for(strategy).get_state(self._config(thread_id, strategy)).values
         except Exception:  # noqa: BLE001 - a broken checkpoint must not hide the answer
             state = {}
-        turn = current_turn(state.get("messages", []))
+        messages = state.get("messages", [])
+        turn = current_turn(messages)
         ai = [m for m in turn if isinstance(m, AIMessage)]
         result.iterations = len(ai)
         result.llm_calls = int(state.get("iterations", 0)) if turn else 0
         trace = dict(state.get("trace") or {}) if turn else {}
         # Stage calls whose reply is not kept in memory (plans, checks, thoughts) count too.
-        for usage in [m.usage_metadata or {} for m in ai] + [trace.pop("usage", {})]:
+        usages = [self._reported_usage(result, messages, m, persona) for m in ai]
+        for usage in [*usages, trace.pop("usage", {})]:
             result.usage["input_tokens"] += int(usage.get("input_tokens", 0))
             result.usage["output_tokens"] += int(usage.get("output_tokens", 0))
         if strategy != DEFAULT_STRATEGY:

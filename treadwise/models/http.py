@@ -54,15 +54,18 @@ def transports(settings: Settings, endpoint: str | None) -> tuple[Any, Any]:
     import httpx
 
     from treadwise.models.retries import AsyncRetryTransport, RetryTransport
+    from treadwise.models.tally import AsyncCountingTransport, CountingTransport
 
     options = {"max_retries": settings.max_retries, "max_wait_s": settings.max_retry_wait_s}
     if endpoint is None:
-        return (RetryTransport(_EnvProxyTransport(), **options),
-                AsyncRetryTransport(_AsyncEnvProxyTransport(), **options))
+        return (RetryTransport(CountingTransport(_EnvProxyTransport()), **options),
+                AsyncRetryTransport(AsyncCountingTransport(_AsyncEnvProxyTransport()),
+                                    **options))
     proxy = proxy_for(endpoint)
-    return (RetryTransport(httpx.HTTPTransport(verify=tls_context(), proxy=proxy), **options),
-            AsyncRetryTransport(httpx.AsyncHTTPTransport(verify=tls_context(), proxy=proxy),
-                                **options))
+    # Counting sits under the retries, so each request on the wire is seen once.
+    sync = CountingTransport(httpx.HTTPTransport(verify=tls_context(), proxy=proxy))
+    async_ = AsyncCountingTransport(httpx.AsyncHTTPTransport(verify=tls_context(), proxy=proxy))
+    return RetryTransport(sync, **options), AsyncRetryTransport(async_, **options)
 
 
 def http_clients(settings: Settings, endpoint: str | None) -> tuple[Any, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
@@ -34,18 +35,38 @@ Toolset = Callable[["ToolContext"], list["BaseTool"]]
 
 @dataclass
 class ToolContext:
-    """What tools may touch: injected, never read from globals."""
+    """What tools may touch: injected, never read from globals.
+
+    `case_dir`, when given, names the data dir per context (thread): the experiment harness
+    runs every case through one set of tools, each case writing to its own folder.
+    """
 
     data_dir: Path
     mcp_config: Path | None = None
     extra: dict[str, object] = field(default_factory=dict)
     database_url: str | None = field(default=None, repr=False)
+    case_dir: ContextVar[Path | None] | None = None
+
+    @property
+    def current_dir(self) -> Path:
+        """Where the running tool writes: this context's case folder, else data_dir."""
+        case = self.case_dir.get() if self.case_dir is not None else None
+        return case or self.data_dir
 
     @cached_property
-    def store(self) -> LeadStore:
+    def _shared_store(self) -> LeadStore:
         from treadwise.storage import open_store
 
         return open_store(self.data_dir, self.database_url)
+
+    @property
+    def store(self) -> LeadStore:
+        """The shared store; in a case folder, that case's own SQLite file."""
+        if self.case_dir is None or self.case_dir.get() is None:
+            return self._shared_store
+        from treadwise.storage import open_store
+
+        return open_store(self.current_dir, None)
 
     @property
     def plots(self) -> SharedPlots:
@@ -56,7 +77,7 @@ class ToolContext:
 
     @property
     def plots_dir(self) -> Path:
-        path = self.data_dir / "plots"
+        path = self.current_dir / "plots"
         path.mkdir(parents=True, exist_ok=True)
         return path
 

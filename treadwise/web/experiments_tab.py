@@ -1,4 +1,5 @@
-"""The Experiments tab: pick a run under results/, read its summary and charts, run a sweep."""
+"""The Experiments tab: pick a run under results/, read its summary, charts and transcripts,
+compare it with another run, and run a small sweep with one progress bar."""
 
 from __future__ import annotations
 
@@ -12,13 +13,20 @@ from typing import Any
 import gradio as gr
 
 from treadwise.errors import redact
+from treadwise.web.experiments_view import (
+    case_choices,
+    case_index,
+    config_choices,
+    transcript_html,
+)
 from treadwise.web.files import publish_png
 from treadwise.web.render import safe_markdown
 
 MAX_TABLE_ROWS = 200
 # The summary columns a reader compares first; every column stays in summary.csv.
-KEY_COLUMNS = ("persona", "model", "temperature", "variation", "n", "success_rate", "ci_low",
-               "ci_high", "latency_p50_s", "mean_model_calls", "total_cost_usd", "errors")
+KEY_COLUMNS = ("persona", "model", "temperature", "variation", "strategy", "n", "errors",
+               "success_rate", "ci_low", "ci_high", "latency_per_call_p50_s", "ttft_p50_s",
+               "mean_model_calls", "total_cost_usd", "mean_judge_score")
 SUMMARY_FILE = "summary.csv"
 REPORT_FILE = "report.md"
 log = logging.getLogger(__name__)
@@ -63,6 +71,14 @@ def read_table(path: Path) -> dict[str, Any]:
     return {"headers": [header[i] for i in keep], "data": data or [[""] * len(keep)]}
 
 
+def _chart_titles() -> dict[str, str]:
+    try:
+        from experiments.charts import registered
+    except ImportError:
+        return {}
+    return {chart.name: chart.title for chart in registered()}
+
+
 def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any, Any, str]:
     """(summary table, chart gallery items, report markdown) of one run.
 
@@ -72,12 +88,35 @@ def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any
     path = run_dir(results_dir, run_id)
     if path is None:
         return {"headers": ["summary"], "data": [["Pick a run."]]}, [], ""
-    folder = path / "charts"
-    charts = [(copy, png.stem.replace("_", " ")) for png in sorted(folder.glob("*.png"))
+    folder, titles = path / "charts", _chart_titles()
+    charts = [(copy, titles.get(png.name, png.stem.replace("_", " ")))
+              for png in sorted(folder.glob("*.png"))
               if (copy := publish_png(png, folder, cache_dir))]
     report = path / REPORT_FILE
     text = report.read_text(encoding="utf-8") if report.is_file() else "No report yet."
     return read_table(path / SUMMARY_FILE), charts, safe_markdown(text)
+
+
+def _transcript(path: Path | None, case_key: str | None) -> str:
+    from experiments.transcripts import TranscriptError, find_transcript
+
+    if path is None or not case_key:
+        return transcript_html(None)
+    try:
+        return transcript_html(find_transcript(path, case_key))
+    except TranscriptError as exc:
+        return transcript_html(None, str(exc))
+
+
+def show_cases(path: Path | None, config: str | None = None) -> tuple[Any, Any, str]:
+    """(configuration picker, case picker, transcript) for a run, the first failure shown."""
+    index = case_index(path) if path is not None else {}
+    configs = config_choices(index)
+    config = config if config in index else (configs[0][1] if configs else None)
+    cases = case_choices(index, config)
+    case = cases[0][1] if cases else None
+    return (gr.Dropdown(choices=configs, value=config), gr.Dropdown(choices=cases, value=case),
+            _transcript(path, case))
 
 
 class ExperimentsTab:
@@ -90,9 +129,9 @@ class ExperimentsTab:
 
     def build(self, demo: gr.Blocks) -> None:
         gr.Markdown("A sweep runs every scenario for each persona \u00d7 model \u00d7 "
-                    "temperature of a grid and writes its rows, summary and charts to a folder "
-                    f"under `{self.results_dir.name}/`. The offline sweep needs no API key.",
-                    elem_classes="tw-note")
+                    "temperature of a grid and writes its rows, transcripts, summary and charts "
+                    f"to a folder under `{self.results_dir.name}/`. The offline sweep needs no "
+                    "API key.", elem_classes="tw-note")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 with gr.Row(equal_height=False):
@@ -103,24 +142,68 @@ class ExperimentsTab:
             with gr.Column(scale=2):
                 with gr.Row(equal_height=False):
                     limit = gr.Number(label="Cases (0 = the whole grid)", value=0, precision=0,
-                                      minimum=0, scale=2, min_width=120)
+                                      minimum=0, scale=2, min_width=120, elem_id="sweep-limit")
                     start = gr.Button("Run the offline sweep", variant="primary", scale=3,
                                       elem_id="sweep-start", elem_classes="tw-inline-button")
         status = gr.Markdown(elem_id="sweep-status")
         summary = gr.Dataframe(label="Summary (one row per configuration)", interactive=False,
                                wrap=False, max_height=420, elem_id="run-summary")
-        charts = gr.Gallery(label="Charts", columns=3, height="auto", object_fit="contain",
-                            elem_id="run-charts", buttons=["download", "fullscreen"])
+        # "max-content": the gallery grows to show every chart instead of scrolling inside a
+        # box one and a half rows tall.
+        charts = gr.Gallery(label="Charts", columns=3, height="max-content",
+                            object_fit="contain", elem_id="run-charts",
+                            buttons=["download", "fullscreen"])
         self.cache_dir = charts.GRADIO_CACHE
         with gr.Accordion("Report", open=False):
             report = gr.Markdown(elem_id="run-report")
-
-        shown = [summary, charts, report]
-        refresh.click(self.refresh, [runs], [runs, *shown], api_name="runs_refresh")
-        runs.change(self.show, [runs], shown, api_name="runs_show")
+        cases = self._build_transcripts()
+        comparison = self._build_compare(runs)
+        shown = [summary, charts, report, *cases, comparison[0]]
+        quiet = {"show_progress": "hidden"}
+        refresh.click(self.refresh, [runs], [runs, *shown], api_name="runs_refresh", **quiet)
+        runs.change(self.show, [runs], shown, api_name="runs_show", **quiet)
+        # One progress bar, in the status line: not one over every output of the event.
         start.click(self.sweep, [limit], [runs, *shown, status], api_name="sweep",
-                    concurrency_limit=1, concurrency_id="sweep")
-        demo.load(self.refresh, [runs], [runs, *shown], api_visibility="private")
+                    concurrency_limit=1, concurrency_id="sweep", show_progress_on=[status])
+        demo.load(self.refresh, [runs], [runs, *shown], api_visibility="private", **quiet)
+        config, case, transcript = cases
+        config.input(self.pick_config, [runs, config], [case, transcript],
+                     api_name="transcript_config", **quiet)
+        case.input(self.show_case, [runs, case], [transcript], api_name="transcript", **quiet)
+        baseline, button, result, image = comparison
+        button.click(self.compare, [runs, baseline], [result, image], api_name="compare")
+
+    @staticmethod
+    def _build_transcripts() -> list[Any]:
+        with gr.Accordion("Transcripts: one case's whole conversation", open=False,
+                          elem_id="transcripts"):
+            with gr.Row(equal_height=False):
+                config = gr.Dropdown(label="Configuration", choices=[], value=None, scale=3,
+                                     elem_id="transcript-config")
+                case = gr.Dropdown(label="Scenario and repeat (failures first)", choices=[],
+                                   value=None, scale=2, elem_id="transcript-case")
+            transcript = gr.HTML(transcript_html(None), elem_id="transcript-view")
+        return [config, case, transcript]
+
+    @staticmethod
+    def _build_compare(runs: Any) -> list[Any]:
+        with gr.Accordion("Compare with another run", open=False, elem_id="compare"):
+            with gr.Row(equal_height=False):
+                baseline = gr.Dropdown(label="Baseline run (A); the run picked above is B",
+                                       choices=[], value=None, scale=4,
+                                       elem_id="compare-baseline")
+                button = gr.Button("Compare", scale=1, min_width=110,
+                                   elem_id="compare-start", elem_classes="tw-inline-button")
+            result = gr.Markdown(elem_id="compare-result")
+            image = gr.Image(label="B - A per configuration", show_label=True,
+                             interactive=False, elem_id="compare-chart", visible=True)
+        return [baseline, button, result, image]
+
+    def _view(self, run_id: str | None) -> tuple[Any, ...]:
+        path = run_dir(self.results_dir, run_id)
+        others = [c for c in run_choices(self.results_dir) if c[1] != run_id]
+        return (*show_run(self.results_dir, run_id, self.cache_dir), *show_cases(path),
+                gr.Dropdown(choices=others, value=others[0][1] if others else None))
 
     def refresh(self, current: str | None) -> tuple[Any, ...]:
         try:
@@ -128,28 +211,49 @@ class ExperimentsTab:
         except ImportError as exc:
             message = f"The experiments package is not available here ({exc})."
             return (gr.Dropdown(choices=[], value=None),
-                    {"headers": ["summary"], "data": [[message]]}, [], "")
+                    {"headers": ["summary"], "data": [[message]]}, [], "", gr.skip(),
+                    gr.skip(), "", gr.skip())
         ids = [value for _, value in choices]
         value = current if current in ids else (ids[0] if ids else None)
-        return (gr.Dropdown(choices=choices, value=value),
-                *show_run(self.results_dir, value, self.cache_dir))
+        return (gr.Dropdown(choices=choices, value=value), *self._view(value))
 
-    def show(self, run_id: str | None) -> tuple[Any, Any, str]:
-        return show_run(self.results_dir, run_id, self.cache_dir)
+    def show(self, run_id: str | None) -> tuple[Any, ...]:
+        return self._view(run_id)
+
+    def pick_config(self, run_id: str | None, config: str | None) -> tuple[Any, str]:
+        _, case, transcript = show_cases(run_dir(self.results_dir, run_id), config)
+        return case, transcript
+
+    def show_case(self, run_id: str | None, case_key: str | None) -> str:
+        return _transcript(run_dir(self.results_dir, run_id), case_key)
+
+    def compare(self, run_b: str | None, run_a: str | None) -> tuple[str, Any]:
+        from experiments.analysis import ReportError
+        from experiments.compare import CHART, compare_runs
+
+        path_a, path_b = run_dir(self.results_dir, run_a), run_dir(self.results_dir, run_b)
+        if path_a is None or path_b is None or path_a == path_b:
+            return "Pick a run above and a different baseline run to compare it with.", None
+        try:
+            result = compare_runs(path_a, path_b)
+        except (ReportError, ValueError, OSError) as exc:
+            return f"These runs cannot be compared: {redact(str(exc))}", None
+        text = result.report.read_text(encoding="utf-8").split("\n![", 1)[0]
+        chart = publish_png(result.folder / CHART, result.folder, self.cache_dir)
+        return safe_markdown(text), chart
 
     def sweep(self, limit: float | None,
               progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
+        skip = (gr.skip(),) * 8
         if not self._sweep_lock.acquire(blocking=False):
-            return (gr.skip(), gr.skip(), gr.skip(), gr.skip(),
-                    "A sweep is already running; its results will appear when it ends.")
+            return (*skip, "A sweep is already running; its results will appear when it ends.")
         try:
             run_id, message = self._run_sweep(int(limit or 0) or None, progress)
         finally:
             self._sweep_lock.release()
         if run_id is None:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), message
-        dropdown, *shown = self.refresh(run_id)
-        return (dropdown, *shown, message)
+            return (*skip, message)
+        return (*self.refresh(run_id), message)
 
     def _run_sweep(self, limit: int | None, progress: gr.Progress) -> tuple[str | None, str]:
         """Run the sweep in a thread; report its progress from this one (Gradio's context)."""
@@ -175,7 +279,8 @@ class ExperimentsTab:
         threading.Thread(target=work, name="treadwise-sweep", daemon=True).start()
         while (update := updates.get()) is not None:
             progress((update.done, update.total), desc=f"{update.succeeded} passed, "
-                     f"{update.failed} failed {update.label}".strip(), unit="cases")
+                     f"{update.failed} failed, {update.errors} errors {update.label}".strip(),
+                     unit="cases")
         if "error" in outcome:
             return None, f"The sweep stopped: {outcome['error']}"
         run = Path(outcome["run"])

@@ -36,7 +36,9 @@ class Turn:
     stages: list[tuple[int, dict]] = field(default_factory=list)
     plots: dict[str, list[str]] = field(default_factory=dict)  # step id -> cached PNG paths
     began: float | None = None  # when the agent started on it (after any queueing)
-    first_token_s: float | None = None  # from `began`, as the result's latency is timed
+    # When the reply's words began to show, from `began` (as the result's latency is timed);
+    # the result's `calls.ttft_s` is the provider's first output of any call (a tool call too).
+    first_token_s: float | None = None
     result: TurnResult | None = None
     # Why the turn failed when the agent could not even produce a result (or it was refused).
     failure: FriendlyError | None = None

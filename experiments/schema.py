@@ -1,0 +1,203 @@
+"""The shapes of grid and scenario files as pydantic models; errors name the file and field."""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+STRATEGIES = ("react", "plan-verify", "think-write", "self-consistency")
+DEFAULT_STRATEGY = "react"
+ID_PATTERN = r"[a-z0-9][a-z0-9_\-]{0,63}"
+
+Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
+Name = Annotated[str, Field(min_length=1)]
+
+
+class Strict(BaseModel):
+    """Unknown fields are errors; values are not coerced between types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _listed(value: Any) -> Any:
+    """A single name may stand for a one-item list."""
+    return [value] if isinstance(value, str) else value
+
+
+def _unique(values: list[Any]) -> list[Any]:
+    if len(set(map(str, values))) != len(values):
+        raise ValueError("lists the same value twice")
+    return values
+
+
+class VariationFile(Strict):
+    system_suffix: str = ""
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+
+
+class BudgetFile(Strict):
+    max_calls: Annotated[int, Field(ge=1)] | None = None
+    max_cost_usd: Annotated[float, Field(ge=0)] | None = None
+
+
+class ScenarioChoice(Strict):
+    file: Name | None = None
+    categories: list[str] = []
+    ids: list[str] = []
+
+    _listed = field_validator("categories", "ids", mode="before")(_listed)
+
+
+class GridFile(Strict):
+    """A grid file: the factors of a sweep and how to run it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True,
+                              json_schema_extra={"title": "TreadWise experiment grid"})
+
+    name: str | None = None
+    description: str = ""
+    personas: Annotated[list[Name], Field(min_length=1)]
+    models: Annotated[list[Name], Field(min_length=1)]
+    temperatures: Annotated[list[Temperature], Field(min_length=1)]
+    strategies: Annotated[list[Literal[STRATEGIES]], Field(min_length=1)] = [DEFAULT_STRATEGY]
+    variations: dict[str, VariationFile | None] | None = None
+    exclude: list[dict[str, Any]] = []
+    repeats: Annotated[int, Field(ge=1, le=1000)] = 1
+    concurrency: Annotated[int, Field(ge=1, le=64)] = 4
+    workers: Annotated[int, Field(ge=1, le=16)] = 1
+    timeout_s: Annotated[float, Field(ge=0.1, le=3600)] = 60.0
+    max_retries: Annotated[int, Field(ge=0, le=10)] | None = None
+    max_retry_wait_s: Annotated[float, Field(ge=0, le=600)] | None = None
+    budget: BudgetFile = BudgetFile()
+    scenarios: ScenarioChoice = ScenarioChoice()
+    rate_limits: dict[str, Annotated[float, Field(ge=0)]] = {}
+    prices: Name | None = None
+    keep_cases: Literal["failed", "all", "none"] = "failed"
+    judge: Name | None = None
+    stream: bool = False
+
+    _unique = field_validator("personas", "models", "temperatures", "strategies")(_unique)
+
+    @field_validator("temperatures", mode="before")
+    @classmethod
+    def _whole_numbers_are_temperatures(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                    for v in value]
+        return value
+
+    @field_validator("timeout_s", "max_retry_wait_s", mode="before")
+    @classmethod
+    def _floats(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("scenarios", mode="before")
+    @classmethod
+    def _file_alone(cls, value: Any) -> Any:
+        return {"file": value} if isinstance(value, str) else (value or {})
+
+    @field_validator("exclude", "rate_limits", "budget", mode="before")
+    @classmethod
+    def _empty(cls, value: Any, info: Any) -> Any:
+        return ([] if info.field_name == "exclude" else {}) if value is None else value
+
+    @field_validator("rate_limits", mode="before")
+    @classmethod
+    def _rates(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                    for k, v in value.items()}
+        return value
+
+
+class ScenarioEntry(Strict):
+    id: str
+    category: Annotated[str, Field(min_length=1)]
+    turns: Annotated[list[Annotated[str, Field(pattern=r"\S")]], Field(min_length=1)]
+    checks: list[dict[str, Any]] = []
+    description: str = ""
+    calls: Annotated[int, Field(ge=1)] | None = None
+
+    _listed = field_validator("turns", mode="before")(_listed)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> Any:
+        value = str(value) if isinstance(value, int) else value
+        if not isinstance(value, str) or not re.fullmatch(ID_PATTERN, value):
+            raise ValueError(f"id {value!r} must be lower-case letters, digits, _ or - "
+                             "(at most 64)")
+        return value
+
+
+class ScenarioFile(Strict):
+    description: str = ""
+    scenarios: Annotated[list[ScenarioEntry], Field(min_length=1)]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model an annotation holds (through Optional, list, dict, Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) is Literal:
+        return None
+    for arg in typing.get_args(annotation):
+        if (found := _model_in(arg)) is not None:
+            return found
+    if isinstance(annotation, types.UnionType):
+        return next(filter(None, map(_model_in, annotation.__args__)), None)
+    return None
+
+
+def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The fields allowed where an unknown one was found."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            continue
+        inner = _model_in(field.annotation)
+        if inner is None:
+            return []
+        model = inner
+    return sorted(model.model_fields)
+
+
+def where(loc: tuple[Any, ...]) -> str:
+    """("variations", "short", "max_tokens") -> variations.short.max_tokens; indexes as [i]."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def describe(error: dict[str, Any], model: type[BaseModel]) -> tuple[str, str]:
+    """(field, message) for one pydantic error, in the words a grid's author would use."""
+    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
+    if error["type"] == "extra_forbidden":
+        known = _known_fields(model, loc[:-1])
+        return where(loc[:-1]), (f"unknown field {loc[-1]!r}; known: {', '.join(known)}"
+                                 if known else f"unknown field {loc[-1]!r}")
+    if error["type"] == "missing":
+        return where(loc), "is required"
+    message = error["msg"].removeprefix("Value error, ")
+    if "input" in error and error["type"] not in ("list_type", "dict_type", "model_type"):
+        message += f" (got {error['input']!r})"
+    return where(loc), message
+
+
+def validate_file(model: type[Strict], data: dict[str, Any], path: Path,
+                  error: type[Exception]) -> Any:
+    """The file's data as `model`, or `error` naming the file, the field and what is wrong."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for item in exc.errors()[:5]:
+            field, message = describe(item, model)
+            lines.append(f"{field}: {message}" if field else message)
+        raise error(f"{path}: " + "; ".join(lines)) from None
