@@ -24,6 +24,7 @@ class Reply:
     body: Any = None  # replaces the whole JSON body when set
     delay_s: float = 0.0
     hang: bool = False  # accept the request and never answer
+    chunk_delay_s: float = 0.0  # when streaming, wait this long before each chunk
     finish_reason: str | None = None
 
 
@@ -130,12 +131,13 @@ class LoopbackServer:
         handler.wfile.write(data)
 
     @staticmethod
-    def send_sse(handler: BaseHTTPRequestHandler, events: list[str]) -> None:
+    def send_sse(handler: BaseHTTPRequestHandler, events: list[str], delay_s: float = 0.0) -> None:
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream")
         handler.send_header("connection", "close")
         handler.end_headers()
         for event in events:
+            time.sleep(delay_s)
             handler.wfile.write(f"data: {event}\n\n".encode())
             handler.wfile.flush()
         handler.close_connection = True
@@ -175,7 +177,7 @@ class OpenAIServer(LoopbackServer):
             events.append(json.dumps({"id": "c1", "object": "chat.completion.chunk",
                                       "model": model, "choices": [], "usage": usage}))
             events.append("[DONE]")
-            self.send_sse(handler, events)
+            self.send_sse(handler, events, reply.chunk_delay_s)
             return
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if calls:

@@ -299,7 +299,7 @@ def test_a_profile_copy_is_loaded_from_its_own_path(tmp_path: Path, context: Too
     copy.write_text(yaml.safe_dump(data, allow_unicode=True))
     assert load_business_profile(copy).sections["hours"].text == moon
     assert load_business_profile().sections["hours"].text != moon
-    context.extra["business_profile"] = copy
+    context.business_profile = copy
     tools = {tool.name: tool for tool in get_tools("business", context=context)}
     assert "on the Moon" in tools["get_business_info"].invoke({"topic": "opening hours"})
 

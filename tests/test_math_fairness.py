@@ -176,7 +176,7 @@ def test_the_conversation_thread_is_the_math_session(data_dir: Path,
     calls = [{"name": "calculate", "args": {"expression": "2+2"}, "id": "c1", "type": "tool_call"}]
     model = ScriptedModel(script=[AIMessage("", tool_calls=calls), AIMessage("4")])
     engine.sessions = []
-    tools = get_tools("math", context=ToolContext(data_dir, extra={"math_engine": engine}))
+    tools = get_tools("math", context=ToolContext(data_dir, math_engine=engine))
     agent = Agent(Settings(data_dir=data_dir), tools=tools, models={"scripted": model})
     result = agent.run("what is 2+2", model="scripted", thread_id="thread-42")
     assert result.tool_calls[0].result == "2+2 = 4"

@@ -34,7 +34,7 @@ def engine() -> Iterator[MathEngine]:
 
 @pytest.fixture
 def tools(engine: MathEngine, data_dir: Path) -> dict[str, BaseTool]:
-    context = ToolContext(data_dir=data_dir, extra={"math_engine": engine})
+    context = ToolContext(data_dir=data_dir, math_engine=engine)
     return {tool.name: tool for tool in math_tools(context)}
 
 
@@ -199,7 +199,7 @@ def test_plot_area_saves_a_png_artifact_under_the_data_dir(tools: dict[str, Base
     message = plot(tools, "x^2", "0", "3")
     path = Path(message.artifact)
     assert path.is_absolute() and path.parent == (data_dir / "plots").resolve()
-    assert message.content == f"Saved the area plot as {path.name}. ∫₀³ x^2 dx = 9"
+    assert message.content == "The shaded area is drawn in the attached plot. ∫₀³ x^2 dx = 9"
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
     image = imread(path)

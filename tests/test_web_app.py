@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,7 @@ def test_launch_options_are_safe_by_default(monkeypatch: pytest.MonkeyPatch):
     options = launch_kwargs(settings)
     assert options["server_name"] == "127.0.0.1" and options["server_port"] == 7860
     assert options["share"] is False
-    assert options["auth"] == ("ana", "s3cret-pass")
+    assert options["auth"] == [("ana", "s3cret-pass")]
     assert options["show_error"] is False
     assert options["enable_monitoring"] is False
     assert options["max_file_size"]
@@ -50,7 +51,11 @@ def test_launch_options_are_safe_by_default(monkeypatch: pytest.MonkeyPatch):
     assert not any(p.endswith("web-cache") for p in blocked)
     assert str(Path.cwd() / ".env") in options["blocked_paths"]
     assert not any(Path(p).is_relative_to(settings.data_dir) for p in options["allowed_paths"])
+    before = dict(os.environ)
     demo = create_app(settings)
+    changed = {k for k in {*before, *os.environ} if before.get(k) != os.environ.get(k)}
+    # The cache folder is ours; Gradio's Blocks turns Hugging Face telemetry off by itself.
+    assert changed <= {"GRADIO_TEMP_DIR", "HF_HUB_DISABLE_TELEMETRY"}
     assert demo._queue.default_concurrency_limit >= 4
     assert Path(demo.GRADIO_CACHE).is_relative_to(settings.data_dir.resolve()), \
         "served copies stay in the data dir, not the system temp dir"
@@ -135,6 +140,7 @@ def test_errors_read_as_one_line_and_the_conversation_goes_on(monkeypatch: pytes
         failed = chat_text(send(client, "hello", custom="scripted:broken"))
         after = chat_text(send(client, "What are your opening hours on Saturday?"))
     assert "Model not available" in no_key and "OPENAI_API_KEY" in no_key
+    assert "--model" not in no_key, "a web user has no command line"
     assert "Something went wrong (RuntimeError)" in failed
     assert "Traceback" not in failed and "/srv/app.py" not in failed
     assert "Saturday" in after.split("Something went wrong")[-1]

@@ -86,6 +86,9 @@ def test_chat_with_personas_tool_steps_and_an_inline_plot(page, tmp_path: Path):
         assert not any(phrase in reply for phrase in voice("technical", "opener", "closer"))
         page.get_by_text("Tool: get_tire_recommendation").first.wait_for()
         page.screenshot(path=str(OUTPUT / "browser-chat-cautious.png"), full_page=True)
+        started = app.logs()
+    assert "TreadWise is running at http://127.0.0.1:" in started
+    assert "share=True" not in started, "the app never makes public links"
 
 
 def test_html_and_images_in_model_output_stay_inert(page, monkeypatch: pytest.MonkeyPatch):

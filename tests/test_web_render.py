@@ -6,13 +6,19 @@ import json
 import re
 from pathlib import Path
 
-from treadwise.agent import ToolStep
+from treadwise.agent import ToolStep, TurnResult
+from treadwise.errors import FriendlyError
 from treadwise.web.export import conversation_json, conversation_markdown
 from treadwise.web.files import PNG_MAGIC, publish_png
 from treadwise.web.render import code_block, render, safe_markdown
 from treadwise.web.session import ChatSession, Turn
 
 OFFLINE = "offline (rule-based, not an LLM)"
+
+
+def result(latency_s: float = 0.5, **changes: object) -> TurnResult:
+    return TurnResult(answer="", persona="technical", model=OFFLINE, temperature=0.0,
+                      thread_id="t", latency_s=latency_s, **changes)  # type: ignore[arg-type]
 
 
 def turn(**changes: object) -> Turn:
@@ -52,7 +58,7 @@ def test_a_finished_turn_shows_its_tool_step_plot_answer_and_who_wrote_it():
     step = ToolStep(id="c1", name="plot_area", args={"expression": "x**2"},
                     result="Area = 9", duration_s=0.25, artifacts=["/data/plots/a.png"])
     done = turn(status="done", answer="The area is **9**.", steps=[step],
-                plots={"c1": ["/cache/a.png"]}, latency_s=1.234)
+                plots={"c1": ["/cache/a.png"]}, result=result(1.234))
     user, tool, plot, answer = render([done])
     assert user == {"role": "user", "content": "Integral of x^2 from 0 to 3"}
     assert tool["metadata"]["title"].endswith("plot&#95;area")
@@ -74,8 +80,8 @@ def test_a_running_tool_is_pending_and_a_failed_one_says_so():
 
 
 def test_errors_and_stops_read_as_short_messages():
-    rejected = turn(status="error", error_type="input_rejected",
-                    error="Your message is 5,000 characters long; the limit is 4,000.")
+    rejected = turn(status="error", failure=FriendlyError(
+        "input_rejected", "Your message is 5,000 characters long; the limit is 4,000."))
     assert render([rejected])[-1]["content"].startswith("**Message not sent.** Your message")
     stopped = turn(status="stopped", answer="Partial")
     assert "Stopped. This reply was discarded" in render([stopped])[-1]["content"]
@@ -130,3 +136,20 @@ def test_streamed_text_is_redacted_as_it_arrives(monkeypatch):
         tab._apply(shown, TextDelta(piece))
     assert "live-secret-value-42" not in shown.answer and "sk-abcdefghijkl123" not in shown.answer
     assert shown.answer.count("[redacted]") == 2
+
+
+def test_math_reads_as_written_in_the_chat_and_in_the_markdown_export():
+    markdown_it = __import__("pytest").importorskip("markdown_it")
+    html = markdown_it.MarkdownIt("commonmark").render
+    question = "sin(x)^7*cos(x)^5*exp(x) and a_b_c, [1, 2] # not a heading"
+    answer = "**Result:** d/dx [x^2*sin(x)] = x*(x*cos(x) + 2*sin(x)), and `a*b*c` as code."
+    done = turn(user=question, status="done", answer=answer, result=result())
+    session = ChatSession(thread_id="t-1")
+    session.turns = [done]
+    shown = render([done])
+    exported = html(conversation_markdown(session))
+    for text in (html(shown[0]["content"]), exported):
+        assert "sin(x)^7*cos(x)^5*exp(x) and a_b_c, [1, 2] # not a heading" in text
+    for text in (html(shown[-1]["content"]), exported):
+        assert "<strong>Result:</strong> d/dx [x^2*sin(x)] = x*(x*cos(x) + 2*sin(x))" in text
+        assert "<code>a*b*c</code>" in text and "<em>" not in text

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
 
 from tests.fakes import ScriptedModel
 from tests.webapp import chat_text, serve_in_process, use_scripted
 from treadwise.agent import Agent
 from treadwise.settings import Settings
+from treadwise.tools import ToolContext, get_tools
 
 WAIT_S = 60
 
@@ -35,13 +37,24 @@ class Gate:
 
 @pytest.fixture
 def app(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Agent, dict[str, Gate]]]:
-    gates = {"slow": Gate("The slow answer.")}
-    use_scripted(monkeypatch, slow=ScriptedModel().enqueue(gates["slow"]))
+    gates = {"slow": Gate("The slow answer."), "tool": Gate("held")}
+
+    @tool
+    def hold(reason: str) -> str:
+        """Wait until the test lets go."""
+        return gates["tool"](None, None).text
+
+    tool_call = AIMessage("", tool_calls=[{"name": "hold", "args": {"reason": "integral"},
+                                           "id": "call-1", "type": "tool_call"}])
+    use_scripted(monkeypatch, slow=ScriptedModel().enqueue(gates["slow"]),
+                 tool=ScriptedModel().enqueue(tool_call, AIMessage("The area is 9.")))
     settings = Settings.from_env()
-    agent = Agent(settings)
+    tools = get_tools("math", "business", context=ToolContext(settings.data_dir))
+    agent = Agent(settings, tools=[*tools, hold])
     with serve_in_process(settings, agent) as url:
         yield url, agent, gates
-        gates["slow"].opened.set()
+        for gate in gates.values():
+            gate.opened.set()
 
 
 def submit(client: Client, message: str, custom: str = "", persona: str = "friendly"):
@@ -123,3 +136,27 @@ def test_a_new_conversation_starts_a_new_thread(app):
     second = exported(url, submit(client, "Contact me at x@example.com").result(WAIT_S))
     assert second["thread_id"] != first["thread_id"]
     assert "Ana" not in json.dumps(second["turns"])
+
+
+def test_stop_then_retry_log_no_error_and_memory_keeps_only_the_retried_turn(
+        app, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    url, agent, gates = app
+    unraisable: list[object] = []
+    monkeypatch.setattr("sys.unraisablehook", unraisable.append)
+    caplog.set_level("WARNING")
+    client = Client(url, verbose=False)
+    submit(client, "What are your opening hours on Saturday?").result(WAIT_S)
+    # Stopped while a tool runs: the turn's question and tool call are half in memory.
+    job = submit(client, "Calculate the integral of x^2 from 0 to 3", custom="scripted:tool")
+    assert gates["tool"].entered.wait(WAIT_S)
+    client.predict(api_name="/stop")
+    job.result(WAIT_S)
+    gates["tool"].opened.set()
+    retried = client.predict("technical", "offline", "", 0.0, api_name="/retry")
+    data = exported(url, retried)
+    assert [t["status"] for t in data["turns"]] == ["done", "done"]
+    users = [str(m.content) for m in agent.history(data["thread_id"]) if m.type == "human"]
+    assert users == ["What are your opening hours on Saturday?",
+                     "Calculate the integral of x^2 from 0 to 3"]
+    assert [r.getMessage() for r in caplog.records if r.levelname in ("WARNING", "ERROR")] == []
+    assert unraisable == []

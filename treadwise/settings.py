@@ -9,6 +9,8 @@ from pathlib import Path
 
 MAX_ITERATIONS = 5
 DEFAULT_MAX_INPUT_CHARS = 4000
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+PUBLIC_SESSION_RATE = 10.0  # messages per minute per session, when the app faces the network
 CONSISTENCY_APPROACHES = ("react", "steps", "program")
 
 
@@ -22,6 +24,31 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool | None:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be 1 or 0, got {raw!r}")
+
+
+def _names(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in env.get(name, "").split(",") if part.strip())
+
+
+def _users(raw: str) -> tuple[tuple[str, str], ...]:
+    """TREADWISE_AUTH: user:password, or several separated by commas."""
+    users = []
+    for pair in filter(None, (part.strip() for part in raw.split(","))):
+        user, sep, password = pair.partition(":")
+        if not sep or not user or not password:
+            raise ValueError("TREADWISE_AUTH must look like user:password (or several, "
+                             "separated by commas)")
+        users.append((user, password))
+    return tuple(users)
 def _database_url(env: Mapping[str, str]) -> str | None:
     raw = env.get("TREADWISE_DATABASE_URL", "").strip()
     if not raw:
@@ -46,8 +73,13 @@ class Settings:
     max_input_chars: int = DEFAULT_MAX_INPUT_CHARS
     host: str = "127.0.0.1"
     port: int = 7860
-    auth: tuple[str, str] | None = None
+    auth: tuple[tuple[str, str], ...] = ()  # (user, password) pairs; empty: no login page
     mcp_config: Path | None = None
+    # Guard rails for a page the network can reach (see README, "Deploying publicly").
+    public: bool = False
+    public_models: tuple[str, ...] = ("offline",)
+    admins: tuple[str, ...] = ()  # users of `auth` who may sweep and name any model
+    session_rate: float = 0.0  # messages per minute per session; 0: no limit
     # postgresql://user:password@host/db: memory, leads and feedback in PostgreSQL, shared by
     # every replica. Kept out of repr so a logged Settings never shows the password.
     database_url: str | None = field(default=None, repr=False)
@@ -62,13 +94,12 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        auth = None
-        if raw_auth := env.get("TREADWISE_AUTH", "").strip():
-            user, sep, password = raw_auth.partition(":")
-            if not sep or not user or not password:
-                raise ValueError("TREADWISE_AUTH must look like user:password")
-            auth = (user, password)
+        auth = _users(env.get("TREADWISE_AUTH", ""))
         mcp = env.get("TREADWISE_MCP_CONFIG", "").strip()
+        host = env.get("TREADWISE_HOST", "").strip() or "127.0.0.1"
+        public = _flag(env, "TREADWISE_PUBLIC")
+        if public is None:
+            public = host not in LOOPBACK_HOSTS
         return cls(
             data_dir=Path(env.get("TREADWISE_DATA_DIR", "").strip() or "data").resolve(),
             timeout_s=_float(env, "TREADWISE_TIMEOUT_S", 60.0),
@@ -76,10 +107,15 @@ class Settings:
             max_retry_wait_s=_float(env, "TREADWISE_MAX_RETRY_WAIT_S", 20.0),
             rate_limit_rps=_float(env, "TREADWISE_RATE_LIMIT_RPS", 0.0),
             max_input_chars=int(_float(env, "TREADWISE_MAX_INPUT_CHARS", DEFAULT_MAX_INPUT_CHARS)),
-            host=env.get("TREADWISE_HOST", "").strip() or "127.0.0.1",
+            host=host,
             port=int(_float(env, "TREADWISE_PORT", 7860)),
             auth=auth,
             mcp_config=Path(mcp) if mcp else None,
+            public=public,
+            public_models=_names(env, "TREADWISE_PUBLIC_MODELS") or ("offline",),
+            admins=_names(env, "TREADWISE_ADMINS") or tuple(user for user, _ in auth),
+            session_rate=_float(env, "TREADWISE_SESSION_RATE",
+                                PUBLIC_SESSION_RATE if public else 0.0),
             database_url=_database_url(env),
             consistency_k=int(_float(env, "TREADWISE_CONSISTENCY_K", 3)),
             consistency_approaches=tuple(

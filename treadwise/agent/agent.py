@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,6 +31,7 @@ from treadwise.models.tally import start_tally
 from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, Settings
 
+log = logging.getLogger(__name__)
 PROVIDER_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TREADWISE_GEMINI_BASE_URL",
                 "GOOGLE_API_KEY", "GEMINI_API_KEY")
 
@@ -200,7 +203,10 @@ class Agent:
                temperature: float = 0.0, seed: int | None = None,
                tokens: bool = True, strategy: str = DEFAULT_STRATEGY) -> Iterator[Event]:
         """Run one user turn, yielding tool steps, the final result and (with ``tokens``) text
-        as the provider streams it; without ``tokens`` models are called plainly."""
+        as the provider streams it; without ``tokens`` models are called plainly.
+
+        Memory keeps the turn only when it succeeds and the stream is read to its end: a failed
+        turn, or one whose stream is closed early (a Stop), leaves the thread as it was."""
         thread_id = thread_id or uuid.uuid4().hex
         started = time.perf_counter()
         shown = model if model in self.injected_models else display_name(model)
@@ -219,6 +225,8 @@ class Agent:
             result.latency_s = round(time.perf_counter() - started, 4)
             yield TurnFinished(result)
             return
+        before = self._head(thread_id)
+        settled = False  # memory holds the finished turn, or is back as it was
         # The turn runs in its own context: the request tally it starts is seen by every
         # model call, whichever thread resumes this generator.
         turn_context = contextvars.copy_context()
@@ -226,23 +234,62 @@ class Agent:
         try:
             modes = ["messages", "updates"] if tokens else ["updates"]
             config = {**self._config(thread_id, strategy), "callbacks": [first_token]}
-            for mode, data in within(turn_context, graph.stream(
-                    turn_input(message), config, context=context, stream_mode=modes)):
-                yield from self._events(mode, data, steps, stages, answer_nodes)
+            # Checkpoints are written once, as the run ends, not after every step: fewer
+            # writes per turn, and nothing half-done for a rollback to undo in between.
+            chunks = within(turn_context, graph.stream(
+                turn_input(message), config, context=context, stream_mode=modes,
+                durability="exit"))
+            yield from self._graph_events(chunks, result, steps, stages, answer_nodes)
+            result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
+                                     first_token.seconds)
+            self._summarise(result, thread_id, steps, strategy, context.persona)
+            if result.error is not None:
+                self._restore(graph, thread_id, before)
+                settled = True
+            result.latency_s = round(time.perf_counter() - started, 4)
+            yield TurnFinished(result)
+            settled = True
+        finally:
+            if not settled:
+                self._restore(graph, thread_id, before)
+
+    def _graph_events(self, chunks: Iterator[Any], result: TurnResult,
+                      *track: Any) -> Iterator[Event]:
+        try:
+            with closing(chunks):  # closed early, the run stops writing
+                for mode, data in chunks:
+                    yield from self._events(mode, data, *track)
         except Exception as exc:  # noqa: BLE001 - any provider failure becomes one friendly line
             result.error = classify(exc, self.settings.timeout_s)
-        result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
-                                 first_token.seconds)
-        self._summarise(result, thread_id, steps, strategy, context.persona)
-        result.latency_s = round(time.perf_counter() - started, 4)
-        yield TurnFinished(result)
+
+    def _head(self, thread_id: str) -> Any:
+        """The thread's latest checkpoint (None for a new thread)."""
+        return self.checkpointer.get_tuple(self._config(thread_id))
+
+    def _restore(self, graph: Any, thread_id: str, before: Any) -> None:
+        """Put the thread back to the checkpoint it had before a failed or stopped turn."""
+        try:
+            head = self._head(thread_id)
+            if head is None or (before is not None and head.config == before.config):
+                return
+            if before is None:
+                self.checkpointer.delete_thread(thread_id)
+            else:
+                # A copy of the old checkpoint becomes the newest one: exactly the old state.
+                graph.update_state(before.config, None, as_node="__copy__")
+        except Exception:  # a storage failure must not hide the turn's outcome
+            log.warning("could not take a failed or stopped turn out of memory (thread %s)",
+                        thread_id, exc_info=True)
 
     def run(self, message: str, **kwargs: Any) -> TurnResult:
         """Run one user turn and return its result."""
-        for event in self.stream(message, tokens=False, **kwargs):
+        result = None
+        for event in self.stream(message, tokens=False, **kwargs):  # read to the end: kept
             if isinstance(event, TurnFinished):
-                return event.result
-        raise RuntimeError("turn ended without a result")
+                result = event.result
+        if result is None:
+            raise RuntimeError("turn ended without a result")
+        return result
 
     def _events(self, mode: str, data: Any, steps: list[ToolStep], stages: list[dict[str, Any]],
                 answer_nodes: frozenset[str]) -> Iterator[Event]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import os
 import random
@@ -62,8 +63,19 @@ def engine(path: str, n_ctx: int = DEFAULT_N_CTX) -> LlamaEngine:
     key = (os.path.realpath(path), n_ctx)
     with _engines_lock:
         if key not in _engines:
+            if not _engines:
+                atexit.register(_close_all)
             _engines[key] = LlamaEngine(key[0], n_ctx)
         return _engines[key]
+
+
+def _close_all() -> None:
+    # Freed while the interpreter is whole: llama-cpp-python's own finalizers run during
+    # teardown, when its module globals are gone, and print "Exception ignored" tracebacks.
+    with _engines_lock:
+        for loaded_engine in _engines.values():
+            loaded_engine.llm.close()
+        _engines.clear()
 
 
 def loaded(path: str, n_ctx: int = DEFAULT_N_CTX) -> bool:

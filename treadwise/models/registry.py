@@ -156,7 +156,7 @@ def api_key(provider_name: str, env: Mapping[str, str]) -> str:
             return value
     raise ModelConfigError(
         f"{' or '.join(names)} is not set: export it to use {provider_name} models, "
-        "or use --model offline"
+        "or use the offline model"
     )
 
 

@@ -89,6 +89,10 @@ def open_checkpointer(data_dir: Path, database_url: str | None = None) -> Resili
         data_dir.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(data_dir / MEMORY_FILE, check_same_thread=False, timeout=30)
         conn.execute("PRAGMA journal_mode=WAL")
+        # WAL with NORMAL sync cannot corrupt and survives a crashed process; only a power cut
+        # may lose the last turns. A full sync per write held the saver's one lock for an fsync
+        # and made concurrent sessions queue on the disk (leads keep full sync).
+        conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
         saver = SqliteSaver(conn)
         saver.setup()

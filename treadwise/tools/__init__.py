@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from treadwise.safemath import MathEngine
     from treadwise.storage.leads import LeadStore
     from treadwise.storage.plots import SharedPlots
 
@@ -43,7 +44,12 @@ class ToolContext:
 
     data_dir: Path
     mcp_config: Path | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    # Other data files than the packaged ones (tests, embedding apps); None means the default.
+    business_profile: Path | None = None
+    tire_catalogue: Path | None = None
+    coverage: Path | None = None
+    # A MathEngine of the caller's (tests, benchmarks); None means the process-wide one.
+    math_engine: MathEngine | None = None
     database_url: str | None = field(default=None, repr=False)
     case_dir: ContextVar[Path | None] | None = None
 

@@ -48,8 +48,8 @@ BUSINESS_TOOLS = ("get_business_info", "get_tire_recommendation", "check_service
 def business_tools(context: ToolContext) -> list[BaseTool]:
     """The five TreadWise business tools, bound to `context` (its store and data files).
 
-    `context.extra` may name other data files ("business_profile", "tire_catalogue",
-    "coverage"); by default the packaged YAML files are used.
+    The context may name other data files (`business_profile`, `tire_catalogue`, `coverage`);
+    by default the packaged YAML files are used.
     """
     desk = BusinessDesk(context)
     return [StructuredTool.from_function(getattr(desk, name), parse_docstring=True)
@@ -61,7 +61,7 @@ class BusinessDesk:
 
     def __init__(self, context: ToolContext):
         self.context = context
-        self.extra = context.extra
+        self.context = context
 
     def get_business_info(self, topic: str) -> str:
         """Look up facts about TreadWise Tire Co.: services, mobile installation, Smart Tread
@@ -73,7 +73,7 @@ class BusinessDesk:
             topic: What the customer asks about, in their words, e.g. "opening hours",
                 "Smart Tread", "where do you operate", "how much does it cost".
         """
-        profile = load_business_profile(self.extra.get("business_profile"))
+        profile = load_business_profile(self.context.business_profile)
         if section := profile.find_section(topic):
             return f"{profile.name} - {section.render()}"
         overview = profile.sections.get("overview") or next(iter(profile.sections.values()))
@@ -93,7 +93,7 @@ class BusinessDesk:
             usage: How it is driven, e.g. city, highway, mixed/everyday, off-road,
                 winter/snow, performance/sport, towing.
         """
-        catalogue = load_tire_catalogue(self.extra.get("tire_catalogue"))
+        catalogue = load_tire_catalogue(self.context.tire_catalogue)
         supported = (
             f"Supported vehicle types: {', '.join(catalogue.vehicles.names)}. "
             f"Usages: {', '.join(catalogue.usages.names)}."
@@ -127,7 +127,7 @@ class BusinessDesk:
                 repair (puncture, flat), balancing, Smart Tread setup (sensors), recycling;
                 "any" lists everything offered there.
         """
-        return availability(load_coverage(self.extra.get("coverage")), location, service_type)
+        return availability(load_coverage(self.context.coverage), location, service_type)
 
     def record_customer_interest(self, email: str, name: str, message: str,
                                  replaces: str = "") -> str:

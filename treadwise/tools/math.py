@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -11,14 +12,15 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from treadwise.safemath import MathEngine, MathError, get_engine
 from treadwise.tools import ToolContext
 
+PLOT_NOTE = "The shaded area is drawn in the attached plot."
 PLAIN_TOOLS = ("add", "subtract", "multiply", "divide", "power", "square", "square_root",
                "calculate", "integrate", "differentiate", "solve_equation", "analyze_function",
                "limit")
 
 
 def math_tools(context: ToolContext) -> list[BaseTool]:
-    """The fourteen math tools; `context.extra["math_engine"]` may supply the MathEngine."""
-    box = MathToolbox(context, context.extra.get("math_engine") or get_engine())
+    """The fourteen math tools; `context.math_engine` may supply the MathEngine."""
+    box = MathToolbox(context, context.math_engine or get_engine())
     tools: list[BaseTool] = [StructuredTool.from_function(getattr(box, name), parse_docstring=True)
                              for name in PLAIN_TOOLS]
     tools.append(StructuredTool.from_function(box.plot_area, parse_docstring=True,
@@ -28,7 +30,7 @@ def math_tools(context: ToolContext) -> list[BaseTool]:
 
 def program_tools(context: ToolContext) -> list[BaseTool]:
     """The restricted program tool (self-consistency's program-aided attempts use it)."""
-    box = MathToolbox(context, context.extra.get("math_engine") or get_engine())
+    box = MathToolbox(context, context.math_engine or get_engine())
     return [StructuredTool.from_function(box.run_program, parse_docstring=True)]
 
 
@@ -206,7 +208,10 @@ class MathToolbox:
         text, artifact = self._run(config, "plot_area", expression=expression, lower=lower,
                                    upper=upper, variable=variable, out_path=str(path))
         self.context.plots.keep(artifact)
-        return text, artifact
+        # Replies quote this text; the image travels as the artifact, its file name means
+        # nothing to a reader.
+        text = re.sub(rf"[^.]*{re.escape(path.name)}[^.]*\.\s*", "", text)
+        return f"{PLOT_NOTE} {text}", artifact
 
     def run_program(self, program: str, *, config: RunnableConfig) -> str:
         """Run a short math program in the sandbox and give each line's value and the result.

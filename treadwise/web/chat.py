@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
-from treadwise.errors import ModelConfigError, redact
-from treadwise.models import available_specs, display_name, label, loading_message
+from treadwise.errors import FriendlyError, ModelConfigError, redact
+from treadwise.models import display_name, label, loading_message
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
 from treadwise.tools.web import status_note as web_status_note
+from treadwise.web.access import Access
+from treadwise.web.browser import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.export import export_files
 from treadwise.web.files import publish_png
-from treadwise.web.render import render
+from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.session import ChatSession, Turn, new_session
 from treadwise.web.turns import LazyAgent, TurnRunner
 
@@ -29,15 +33,25 @@ EXAMPLES = [
     ("Service", "Do you offer mobile tire installation in Austin?"),
     ("Lead", "I'm Ana Silva and I'd like a fleet quote. Please contact me at ana@example.com"),
 ]
+# Every update re-sends the whole conversation and Gradio checks it on its one event loop, so
+# bursts of events (fast tools, streamed words) are shown together, and running timers tick
+# once a second; the final view always follows.
 STREAM_INTERVAL_S = 0.15
+TICK_S = 1.0
+BACKOFF = 4  # an update that took t to go out is followed by the next after 4 t at least
+TEMPERATURE_RANGE = (0.0, 1.0)
 BUSY_WARNING = "A reply is still being written: press Stop first, or wait for it to finish."
-Outputs = tuple[Any, Any, Any, Any, Any]
+Outputs = tuple[Any, Any, Any, Any]  # chatbot, Send button, Markdown export, JSON export
 
 
-def model_choices(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """(label, spec) for the picker: the offline model, the local models installed here, then
-    every provider whose key is set."""
-    return [(label(spec), spec) for spec in available_specs(env)]
+def accept_any(component: Any) -> Any:
+    """Let a picker hand any value to the handler, which refuses a bad one in words.
+
+    Gradio's own checks (a slider's range, a radio's choices) raise an error that prints a
+    traceback in the server log for every out-of-range value sent through the API.
+    """
+    component.preprocess = lambda payload: payload  # the instance's own, before the class's
+    return component
 
 
 def _loading_note(spec: str) -> str | None:
@@ -47,195 +61,278 @@ def _loading_note(spec: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What the pickers said for one turn (checked before the turn runs)."""
+
+    persona: str
+    model: str
+    custom: str
+    temperature: Any
+    strategy: str
+
+
 def persona_cards(personas: Mapping[str, Persona]) -> str:
     return "\n".join(f"- **{p.name}**: {p.description}" for p in personas.values())
+
+
+def temperature_refusal(value: Any) -> str | None:
+    low, high = TEMPERATURE_RANGE
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None or math.isnan(number) or not low <= number <= high:
+        return f"The temperature must be a number from {low:g} to {high:g} (got {value!r})."
+    return None
 
 
 class ChatTab:
     """Builds the tab and handles its events; one instance serves every session."""
 
-    def __init__(self, agent: LazyAgent, settings: Settings):
+    def __init__(self, agent: LazyAgent, settings: Settings, access: Access | None = None):
         self.runner = TurnRunner(agent)
         self.settings = settings
+        self.access = access or Access(settings)
         self.personas = load_personas()
+        self.strategies = strategy_names()  # read once: it scans the installed entry points
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.cache_dir = ""
 
-    def build(self, env: Mapping[str, str] | None = None, demo: gr.Blocks | None = None) -> None:
+    def build(self, demo: gr.Blocks) -> None:
         session = gr.State(new_session)
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=7, min_width=480):
+        public = self.settings.public
+        with gr.Row(equal_height=False, elem_classes="tw-chat-row"):
+            with gr.Column(scale=7, min_width=300, elem_classes="tw-conversation"):
                 chatbot = gr.Chatbot(
                     label="Conversation", show_label=False, elem_id="chat", height=600,
                     layout="bubble", buttons=["copy", "copy_all"], feedback_options=None,
                     allow_tags=False, sanitize_html=True, render_markdown=True,
+                    latex_delimiters=LATEX_DELIMITERS, group_consecutive_messages=False,
                     placeholder="**Ask TreadWise** about tires, mobile service, Smart Tread "
                                 "monitoring, or a math problem. Tool steps and plots appear "
                                 "here as the assistant works.")
                 self.cache_dir = chatbot.GRADIO_CACHE
-                with gr.Row(equal_height=True):
+                with gr.Row(equal_height=True, elem_classes="tw-compose"):
                     message = gr.Textbox(
-                        show_label=False, elem_id="message", lines=2, max_lines=8, scale=8,
+                        show_label=False, elem_id="message", lines=1, max_lines=8, scale=8,
                         autofocus=True,
                         placeholder="Type a message. Enter sends, Shift+Enter starts a new line.")
                     send = gr.Button("Send", variant="primary", elem_id="send", scale=1,
-                                     min_width=90)
+                                     min_width=80)
+                gr.HTML('<div class="tw-count" aria-live="polite"></div>'
+                        '<div class="tw-busy" role="status"></div>', elem_id="char-count",
+                        padding=False)
                 with gr.Row(elem_classes="tw-actions"):
                     stop = gr.Button("Stop", variant="stop", size="sm", elem_id="stop")
                     retry = gr.Button("Retry", size="sm", elem_id="retry")
                     undo = gr.Button("Undo", size="sm", elem_id="undo")
-                    new = gr.Button("New conversation", size="sm", elem_id="new-chat")
-                    export_md = gr.DownloadButton("Export Markdown", size="sm",
-                                                  interactive=False, elem_id="export-md")
-                    export_json = gr.DownloadButton("Export JSON", size="sm",
-                                                    interactive=False, elem_id="export-json")
+                    new = gr.Button("New chat", size="sm", elem_id="new-chat")
+                    export_md = gr.DownloadButton("Markdown", size="sm", interactive=False,
+                                                  elem_id="export-md")
+                    export_json = gr.DownloadButton("JSON", size="sm", interactive=False,
+                                                    elem_id="export-json")
                 gr.Markdown(
                     f"Messages may be up to {self.settings.max_input_chars:,} characters; a "
                     "longer one is refused before any model sees it. Each reply takes at most "
-                    f"{MAX_ITERATIONS} reasoning steps.", elem_classes="tw-note")
+                    f"{MAX_ITERATIONS} reasoning steps. The export buttons download the "
+                    "conversation.", elem_classes="tw-note")
                 gr.Examples(examples=[[text] for _, text in EXAMPLES], inputs=[message],
                             example_labels=[f"{kind}: {text}" for kind, text in EXAMPLES],
                             label="Examples")
             with gr.Column(scale=3, min_width=280, elem_classes="tw-settings"):
-                persona = gr.Radio(
+                persona = accept_any(gr.Radio(
                     choices=[(p.name, key) for key, p in self.personas.items()],
                     value=DEFAULT_PERSONA if DEFAULT_PERSONA in self.personas
-                    else next(iter(self.personas)), label="Persona", elem_id="persona-picker")
+                    else next(iter(self.personas)), label="Persona", elem_id="persona-picker"))
                 gr.Markdown(persona_cards(self.personas), elem_classes="tw-personas")
-                model = gr.Dropdown(
-                    choices=model_choices(env), value="offline", label="Model",
-                    elem_id="model-picker",
+                model = accept_any(gr.Dropdown(
+                    choices=self._model_choices(admin=not public), value="offline",
+                    label="Model", elem_id="model-picker",
                     info="The offline model is rule-based, not an LLM. Providers appear when "
-                         "their API key is set.")
+                         "their API key is set."))
                 custom = gr.Textbox(
                     label="Or any model spec", elem_id="model-spec", max_lines=1,
-                    placeholder="provider:model, e.g. openai:gpt-4.1-mini",
+                    placeholder="provider:model, e.g. openai:gpt-4.1-mini", visible=not public,
                     info="Used instead of the list when filled in.")
-                temperature = gr.Slider(0.0, 1.0, value=0.0, step=0.05, label="Temperature",
-                                        elem_id="temperature")
-                strategy = gr.Dropdown(
-                    choices=strategy_names(), value=DEFAULT_STRATEGY, label="Strategy",
+                temperature = accept_any(gr.Slider(*TEMPERATURE_RANGE, value=0.0, step=0.05,
+                                                   label="Temperature", elem_id="temperature"))
+                strategy = accept_any(gr.Dropdown(
+                    choices=self.strategies, value=DEFAULT_STRATEGY, label="Strategy",
                     elem_id="strategy-picker",
                     info="How the assistant thinks: react (the default reason/tools loop) or "
                          "another strategy, each with its own budget of model calls; every "
-                         "stage shows as a step.")
+                         "stage shows as a step."))
                 gr.Markdown(web_status_note(), elem_classes="tw-note")
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
-        outputs = [chatbot, message, session, export_md, export_json]
+        outputs = [chatbot, send, export_md, export_json]
         turn_inputs = [session, persona, model, custom, temperature, strategy]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
-        turn = {"outputs": outputs, "show_progress": "minimal", "concurrency_id": "chat-turn"}
-        message.submit(self.send, [message, *turn_inputs], api_name="send", **turn)
-        send.click(self.send, [message, *turn_inputs], api_visibility="private", **turn)
-        retry.click(self.retry, turn_inputs, api_name="retry", **turn)
-        undo.click(self.undo, [session], outputs, api_name="undo")
-        new.click(self.new_conversation, [session], outputs, api_name="new_conversation")
+        turn = {"show_progress": "hidden", "concurrency_id": "chat-turn"}
+        message.submit(self.send, [message, *turn_inputs], [chatbot, message, *outputs[1:]],
+                       api_name="send", **turn)
+        send.click(self.send, [message, *turn_inputs], [chatbot, message, *outputs[1:]],
+                   api_visibility="private", **turn)
+        for trigger in (message.submit, send.click):
+            trigger(None, None, None, js=BUSY_JS % BUSY_WARNING, trigger_mode="multiple")
+        retry.click(self.retry, turn_inputs, outputs, api_name="retry", **turn)
+        page = [chatbot, message, send, export_md, export_json]
+        undo.click(self.undo, [session], page, api_name="undo")
+        new.click(self.new_conversation, [session], page, api_name="new_conversation")
         # The chatbot's own trash button must clear the memory too, not just the view.
-        chatbot.clear(self.new_conversation, [session], outputs, api_visibility="private")
+        chatbot.clear(self.new_conversation, [session], page, api_visibility="private")
         stop.click(self.stop, [session], None, api_name="stop", queue=False)
+        limit = self.settings.max_input_chars
+        message.change(None, [message], None, js=COUNTER_JS % (limit, int(limit * COUNT_FROM)))
+        if public:
+            demo.load(self.personalise, None, [custom], api_visibility="private")
         # Any replica can reopen a conversation by its thread id (memory is in the database):
         # from the API, or in the browser with ?thread=<id> (the id is in the JSON export).
         thread = gr.Textbox(visible=False)
-        gr.Button(visible=False).click(self.resume, [thread, session], outputs,
-                                       api_name="resume")
-        if demo is not None:
-            demo.load(self.resume_from_link, [session], outputs, api_visibility="private")
+        gr.Button(visible=False).click(self.resume, [thread, session], page, api_name="resume")
+        demo.load(self.resume_from_link, [session], page, api_visibility="private")
 
-    def send(self, message: str, session: ChatSession, persona: str, model: str,
-             custom: str, temperature: float,
-             strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
-        if not (message or "").strip():
-            yield gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+    def _model_choices(self, admin: bool) -> list[tuple[str, str]]:
+        return [(label(spec), spec) for spec in self.access.model_choices(admin)]
+
+    def personalise(self, request: gr.Request) -> Any:
+        """On a public page, a signed-in admin may name any model in the custom spec field."""
+        return gr.Textbox(visible=True) if self.access.is_admin(request) else gr.skip()
+
+    def send(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
+             temperature: float, strategy: str, request: gr.Request) -> Iterator[tuple[Any, ...]]:
+        """Run a turn for the message, emptying the box as it leaves. Later updates skip the
+        box (every value sent resets it), so what the user types meanwhile stays."""
+        if not (message or "").strip() or session.running:
+            chatbot, *rest = self._view(session)
+            yield chatbot, gr.skip(), *rest  # not sent: the page says so (BUSY_JS)
             return
-        yield from self._turn(message, session, persona, model, custom, temperature,
-                              strategy=strategy)
+        box: Any = ""
+        if len(message) > self.settings.max_input_chars:
+            box = gr.skip()  # refused: the text stays, to be shortened
+        choice = Choice(persona, model, custom, temperature, strategy)
+        for final, (chatbot, *rest) in self._turn(message, session, choice, request):
+            yield chatbot, gr.skip() if final else box, *rest
+            box = gr.skip()
 
     def retry(self, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float, strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
+              temperature: float, strategy: str, request: gr.Request) -> Iterator[Outputs]:
         """Send the last message again, with the persona and model picked now."""
         if session.running or not session.turns:
             if session.running:
                 gr.Warning(BUSY_WARNING)
-            yield gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+            yield self._view(session)
             return
         last = session.turns.pop()
         self.runner.undo(last, session.thread_id)
-        yield from self._turn(last.user, session, persona, model, custom, temperature,
-                              clear_input=False, strategy=strategy)
+        choice = Choice(persona, model, custom, temperature, strategy)
+        for _, outputs in self._turn(last.user, session, choice, request):
+            yield outputs
 
-    def undo(self, session: ChatSession) -> Outputs:
+    def undo(self, session: ChatSession) -> tuple[Any, ...]:
         """Forget the last turn and put its message back in the box for editing."""
         if session.running or not session.turns:
             if session.running:
                 gr.Warning(BUSY_WARNING)
-            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+            return (gr.skip(),) * 5
         last = session.turns.pop()
         self.runner.undo(last, session.thread_id)
-        return self._view(session, message=last.user, exports=True)
+        chatbot, send, *exports = self._view(session, final=True)
+        return chatbot, last.user, send, *exports
 
-    def new_conversation(self, session: ChatSession) -> Outputs:
+    def new_conversation(self, session: ChatSession) -> tuple[Any, ...]:
         session.reset()
-        return self._view(session, message="", exports=True)
+        chatbot, send, *exports = self._view(session, final=True)
+        return chatbot, "", send, *exports
 
     def stop(self, session: ChatSession) -> None:
         session.stop()
 
-    def resume(self, thread_id: str, session: ChatSession) -> Outputs:
+    def resume(self, thread_id: str, session: ChatSession) -> tuple[Any, ...]:
         """Show the conversation memory holds for `thread_id` and continue it from here."""
         from treadwise.web.resume import restored_turns, valid_thread_id
 
         if session.running:
             gr.Warning(BUSY_WARNING)
-            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+            return (gr.skip(),) * 5
         if (thread := valid_thread_id(thread_id)) is None:
             gr.Warning("That is not a conversation id (32 hexadecimal characters).")
-            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+            return (gr.skip(),) * 5
         session.thread_id = thread
         session.turns = restored_turns(self.runner.agent.get().history(thread))
         for turn in session.turns:
             for step in turn.steps:
                 self._publish(turn, step)
-        return self._view(session, message="", exports=True)
+        chatbot, send, *exports = self._view(session, final=True)
+        return chatbot, "", send, *exports
 
-    def resume_from_link(self, session: ChatSession, request: gr.Request) -> Outputs:
+    def resume_from_link(self, session: ChatSession, request: gr.Request) -> tuple[Any, ...]:
         thread = dict(request.query_params or {}).get("thread") if request else None
         if not thread:
-            return gr.skip(), gr.skip(), session, gr.skip(), gr.skip()
+            return (gr.skip(),) * 5
         return self.resume(thread, session)
 
-    def _turn(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
-              temperature: float, clear_input: bool = True,
-              strategy: str = DEFAULT_STRATEGY) -> Iterator[Outputs]:
-        spec = (custom or "").strip() or model or "offline"
-        known = self.personas.get(persona)
-        turn = Turn(user=message, persona=persona, persona_name=known.name if known else persona,
-                    spec=spec, model=display_name(spec), temperature=float(temperature or 0.0))
+    def _refusal(self, session: ChatSession, choice: Choice, spec: str,
+                 request: gr.Request) -> str | None:
+        """Why this turn is not run at all, in words (None: run it)."""
+        if rate := self.access.rate_refusal(session.key, request):
+            return rate
+        if choice.persona not in self.personas:
+            names = ", ".join(self.personas)
+            return f"There is no persona {choice.persona!r}; pick one of {names}."
+        if (choice.strategy or DEFAULT_STRATEGY) not in self.strategies:
+            names = ", ".join(self.strategies)
+            return f"There is no strategy {choice.strategy!r}; pick one of {names}."
+        return temperature_refusal(choice.temperature) or \
+            self.access.model_refusal(spec, request)
+
+    def _turn(self, message: str, session: ChatSession, choice: Choice,
+              request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
+        """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
+        spec = redact((choice.custom or "").strip() or choice.model or "offline")
+        known = self.personas.get(choice.persona)
+        temperature = choice.temperature
+        turn = Turn(user=message, persona=choice.persona,
+                    persona_name=known.name if known else str(choice.persona), spec=spec,
+                    model=display_name(spec),
+                    temperature=0.0 if temperature_refusal(temperature) else float(temperature))
         session.turns.append(turn)
-        if note := _loading_note(spec):
-            gr.Info(note)
-        yield self._view(session, message="" if clear_input else None)
-        shown = time.monotonic()
-        # treadwise.agent pulls in LangGraph: imported when a turn runs, not when the page builds.
-        from treadwise.agent import TurnFinished
+        refusal = self._refusal(session, choice, spec, request)
+        if refusal is not None:
+            turn.failure, turn.status = FriendlyError("input_rejected", refusal), "error"
+        else:
+            if note := _loading_note(spec):
+                gr.Info(note)
+            yield False, self._view(session, running=True)
+            for _ in self._follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
+                yield False, self._view(session)
+        yield True, self._view(session, final=True)
 
-        for event in self.runner.stream(turn, session.thread_id, message, persona=persona,
-                                        model=spec, temperature=turn.temperature,
-                                        strategy=strategy or DEFAULT_STRATEGY):
-            self._apply(turn, event)
-            # Every update re-sends the whole conversation, so bursts of events (fast tools,
-            # streamed words) are shown together; the final view below always follows.
-            if not isinstance(event, TurnFinished) and \
-                    time.monotonic() - shown >= STREAM_INTERVAL_S:
-                shown = time.monotonic()
-                yield self._view(session)
-        if turn.running:
-            turn.status = "stopped"
-        yield self._view(session, exports=True)
+    def _follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:
+        """Apply the turn's events as they come; yield when the page should show them."""
+        shown, dirty, interval = time.monotonic(), False, STREAM_INTERVAL_S
+        events = self.runner.stream(turn, session.thread_id, turn.user, persona=turn.persona,
+                                    model=turn.spec, temperature=turn.temperature,
+                                    strategy=strategy)
+        try:
+            for event in events:
+                if event is not None:
+                    dirty = self._apply(turn, event) or dirty
+                since = time.monotonic() - shown
+                if (dirty and since >= interval) or (turn.running and
+                                                     since >= max(TICK_S, interval)):
+                    before = time.monotonic()
+                    yield
+                    # Gradio resumes this turn once the update is out; when that takes long
+                    # the server is busy, so the next updates come less often.
+                    shown, dirty = time.monotonic(), False
+                    interval = max(STREAM_INTERVAL_S, BACKOFF * (shown - before))
+        finally:
+            if turn.running:
+                turn.status = "stopped"
 
-    def _apply(self, turn: Turn, event: Any) -> None:
+    def _apply(self, turn: Turn, event: Any) -> bool:
+        """Take in one event; True when the page should show it before the turn ends."""
         from treadwise.agent import (
             StageFinished,
             TextDelta,
@@ -244,7 +341,9 @@ class ChatTab:
             TurnFinished,
         )
 
-        if isinstance(event, StageFinished):
+        if isinstance(event, FriendlyError):  # the turn failed outside the agent's care
+            turn.failure, turn.status = event, "error"
+        elif isinstance(event, StageFinished):
             turn.stages.append((len(turn.steps), event.stage))
         elif isinstance(event, TextDelta):
             turn.streamed += event.text
@@ -252,23 +351,22 @@ class ChatTab:
         elif isinstance(event, ToolStarted | ToolFinished):
             if all(step is not event.step for step in turn.steps):
                 turn.steps.append(event.step)
+                turn.step_started[event.step.id] = time.time()
                 turn.streamed = turn.answer = ""  # text before a tool call was a preamble
             if isinstance(event, ToolFinished):
                 self._publish(turn, event.step)
         elif isinstance(event, TurnFinished):
-            result = event.result
-            turn.steps = list(result.tool_calls) or turn.steps
-            for step in turn.steps:
-                self._publish(turn, step)
-            turn.answer = result.answer
-            turn.latency_s = result.latency_s
-            turn.usage = dict(result.usage)
-            turn.stopped_by_cap = result.stopped_by_cap
-            if result.error is not None:
-                turn.status, turn.error_type, turn.error = ("error", result.error.type,
-                                                            result.error.message)
-            else:
-                turn.status = "done"
+            self._finish(turn, event.result)
+            return False
+        return True
+
+    def _finish(self, turn: Turn, result: Any) -> None:
+        turn.result = result
+        turn.steps = list(result.tool_calls) or turn.steps
+        for step in turn.steps:
+            self._publish(turn, step)
+        turn.answer = result.answer
+        turn.status = "error" if result.error is not None else "done"
 
     def _publish(self, turn: Turn, step: Any) -> None:
         if step.id in turn.plots or not step.artifacts:
@@ -277,17 +375,18 @@ class ChatTab:
         paths = [publish_png(f, self.plots_dir, self.cache_dir) for f in found if f]
         turn.plots[step.id] = [p for p in paths if p]
 
-    def _view(self, session: ChatSession, *, message: str | None = None,
-              exports: bool = False) -> Outputs:
-        downloads: tuple[Any, Any] = (gr.skip(), gr.skip())
-        if exports:
-            finished = [t for t in session.turns if not t.running]
-            if finished:
-                md, js = export_files(session, self.cache_dir)
-                downloads = (gr.DownloadButton(value=md, interactive=True),
-                             gr.DownloadButton(value=js, interactive=True))
-            else:
-                downloads = (gr.DownloadButton(value=None, interactive=False),
-                             gr.DownloadButton(value=None, interactive=False))
-        text = gr.skip() if message is None else message
-        return render(session.turns), text, session, *downloads
+    def _view(self, session: ChatSession, *, running: bool = False,
+              final: bool = False) -> Outputs:
+        """The page's outputs. A component's look (enabled or not) costs Gradio a rebuild of
+        its config on its event loop, so updates in between send plain values only."""
+        send: Any = gr.Button(interactive=False) if running else "Send"
+        # Gradio checks every file of every update on its event loop: the exports wait for
+        # the end of the turn (they are written then anyway).
+        exports: tuple[Any, Any] = (None, None)
+        if final:
+            finished = any(not t.running for t in session.turns)
+            paths = export_files(session, self.cache_dir) if finished else (None, None)
+            send = gr.Button(interactive=True)
+            exports = (gr.DownloadButton(value=paths[0], interactive=finished),
+                       gr.DownloadButton(value=paths[1], interactive=finished))
+        return render(session.turns), send, *exports

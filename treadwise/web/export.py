@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from treadwise.errors import redact
-from treadwise.web.render import code_block, safe_markdown
+from treadwise.web.render import BACKTICKS_RE, code_block, literal_markdown, reply_markdown
 from treadwise.web.session import ChatSession, Turn
 
 
@@ -18,16 +18,28 @@ def _step(step: Any) -> dict[str, Any]:
 
 
 def _turn(turn: Turn) -> dict[str, Any]:
+    result, error = turn.result, turn.error
     return {
         "user": turn.user, "persona": turn.persona, "persona_name": turn.persona_name,
         "model": turn.model, "model_spec": turn.spec, "temperature": turn.temperature,
         "started": datetime.fromtimestamp(turn.started, UTC).isoformat(timespec="seconds"),
         "status": turn.status, "answer": turn.answer,
-        "error": {"type": turn.error_type, "message": turn.error} if turn.error else None,
-        "tool_calls": [_step(s) for s in turn.steps], "latency_s": turn.latency_s,
-        "usage": turn.usage, "stopped_by_cap": turn.stopped_by_cap,
-        "remembered": turn.in_memory,
+        "error": error.to_dict() if error else None,
+        "tool_calls": [_step(s) for s in turn.steps],
+        "latency_s": result.latency_s if result else None,
+        "first_token_s": turn.first_token_s,
+        "usage": dict(result.usage) if result else {},
+        "stopped_by_cap": result.stopped_by_cap if result else False,
+        "remembered": turn.remembered,
     }
+
+
+def code_span(text: str) -> str:
+    """Inline code that holds any text: its fence is longer than any backtick run inside."""
+    longest = max((len(run) for run in BACKTICKS_RE.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def conversation_json(session: ChatSession) -> dict[str, Any]:
@@ -41,20 +53,20 @@ def conversation_markdown(session: ChatSession) -> str:
              f"Thread `{session.thread_id}`, exported "
              f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.", ""]
     for number, turn in enumerate((t for t in session.turns if not t.running), 1):
-        lines += [f"## Turn {number}", "", "**You:**", "", safe_markdown(turn.user), ""]
+        lines += [f"## Turn {number}", "", "**You:**", "", literal_markdown(turn.user), ""]
         for step in turn.steps:
             outcome = step.error if step.error is not None else step.result
             args = json.dumps(step.args, ensure_ascii=False, default=str)
-            lines += [f"- Tool `{step.name}` with `{args}`"
+            lines += [f"- Tool {code_span(step.name)} with {code_span(args)}"
                       + (f" ({step.duration_s:.3f} s)" if step.duration_s is not None else ""),
                       "", code_block(outcome or ""), ""]
         speaker = f"**{turn.persona_name}** ({turn.model}, temperature {turn.temperature:g}):"
         if turn.status == "error":
-            body = f"Not answered: {turn.error}"
+            body = f"Not answered: {reply_markdown(turn.error.message if turn.error else '')}"
         elif turn.status == "stopped":
-            body = f"{safe_markdown(turn.answer)}\n\n(stopped; not remembered)".strip()
+            body = f"{reply_markdown(turn.answer)}\n\n(stopped; not remembered)".strip()
         else:
-            body = safe_markdown(turn.answer)
+            body = reply_markdown(turn.answer)
         lines += [speaker, "", body, ""]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from treadwise.settings import Settings
@@ -22,6 +23,19 @@ DATA_ENTRIES = ("leads.db", "memory.db", "plots")
 def cache_dir(settings: Settings) -> Path:
     """Where Gradio keeps the copies it serves: inside the data dir, never the system temp."""
     return settings.data_dir.resolve() / CACHE_DIR_NAME
+
+
+def use_cache_dir(settings: Settings) -> Path:
+    """Point Gradio's cache at the data dir: the one change the app makes to its environment.
+
+    It has to be the environment: Gradio takes its cache folder only from GRADIO_TEMP_DIR and
+    reads it at import, whenever it builds a component (also the copies it makes per session
+    on every update) and on every file request, so the variable must name our folder for the
+    life of the process; no Gradio parameter takes it. `serve` sets it before Gradio loads.
+    """
+    path = cache_dir(settings)
+    os.environ["GRADIO_TEMP_DIR"] = str(path)
+    return path
 
 
 def blocked_paths(settings: Settings) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import time
 from typing import Any
 
 from treadwise.web.session import Turn
@@ -18,6 +19,17 @@ UNSAFE_LINK_RE = re.compile(
     r"(\]\(\s*<?|^\s*\[[^\]\n]*\]:\s*<?)\s*(javascript|vbscript|data|file):",
     re.IGNORECASE | re.MULTILINE)
 BACKTICKS_RE = re.compile(r"`+")
+# Code spans and blocks, and LaTeX the chat renders: math inside them is left exactly as it is.
+PROTECTED_RE = re.compile(r"(?<!`)(`+)(?!`)[\s\S]*?(?<!`)\1(?!`)|\$\$[\s\S]+?\$\$"
+                          r"|\\\([\s\S]+?\\\)|\\\[[\s\S]+?\\\]")
+# A "*" between operands is multiplication (x*y, 2*sin(x), x**2), never emphasis; "~" is never
+# meant as strike-through in a reply about tires or math.
+OPERATOR_STAR_RE = re.compile(r"(?<=[\w)\]}])\*+(?=[\w(\[{])")
+LITERAL_RE = re.compile(r"[\\`*_\[\]~|$]")
+LINE_START_RE = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))", re.MULTILINE)
+LATEX_DELIMITERS = [{"left": "$$", "right": "$$", "display": True},
+                    {"left": "\\[", "right": "\\]", "display": True},
+                    {"left": "\\(", "right": "\\)", "display": False}]
 ERROR_HEADINGS = {
     "input_rejected": "Message not sent",
     "config": "Model not available",
@@ -26,6 +38,7 @@ ERROR_HEADINGS = {
 }
 STOPPED_NOTE = "Stopped. This reply was discarded, so the assistant will not remember it."
 MAX_PREVIEW_CHARS = 1500
+STREAMED = 0.8  # the first token came before this share of the turn's time had passed
 
 
 def safe_markdown(text: str) -> str:
@@ -36,6 +49,34 @@ def safe_markdown(text: str) -> str:
     text = TAG_OPEN_RE.sub("&lt;", text)
     text = IMAGE_RE.sub("!\\\\", text)
     return UNSAFE_LINK_RE.sub(lambda m: f"{m.group(1)}#blocked-", text)
+
+
+def literal_markdown(text: str) -> str:
+    """What a person typed, shown exactly as typed: every Markdown mark is escaped."""
+    text = LITERAL_RE.sub(lambda m: "\\" + m.group(0), html.escape(text, quote=False))
+
+    def line_start(match: re.Match[str]) -> str:
+        indent, mark = match.groups()
+        if mark.isdigit():  # "1. " would start a numbered list: escape the dot instead
+            return f"{indent}{mark}\\"
+        return f"{indent}\\{mark}"
+
+    return LINE_START_RE.sub(line_start, text)
+
+
+def reply_markdown(text: str) -> str:
+    """A model's Markdown made inert (see safe_markdown), with its math shown as written."""
+    parts, last = [], 0
+    for match in PROTECTED_RE.finditer(text):
+        parts += [_escape_math(text[last:match.start()]), match.group(0)]
+        last = match.end()
+    parts.append(_escape_math(text[last:]))
+    return safe_markdown("".join(parts))
+
+
+def _escape_math(text: str) -> str:
+    text = OPERATOR_STAR_RE.sub(lambda m: "\\*" * len(m.group(0)), text)
+    return text.replace("~", "\\~")
 
 
 def plain_inline(text: str, limit: int = 80) -> str:
@@ -61,17 +102,28 @@ def preview(text: str, limit: int = MAX_PREVIEW_CHARS) -> str:
 
 def footer(turn: Turn) -> str:
     parts = [turn.persona_name, turn.model]
-    if turn.latency_s is not None:
-        parts.append(f"{turn.latency_s:.1f} s")
+    latency = turn.result.latency_s if turn.result is not None else None
+    # Worth a mention when the answer streamed in while the turn went on, not when the
+    # first words came with the last (a rule-based or non-streaming reply).
+    if turn.first_token_s is not None and latency and turn.first_token_s < STREAMED * latency:
+        parts.append(f"first token {turn.first_token_s:.1f} s")
+    if latency is not None:
+        parts.append(f"{latency:.1f} s")
     label = " \u00b7 ".join(html.escape(p, quote=True) for p in parts)
     return f'<span class="tw-footer">{label}</span>'
 
 
+def elapsed(since: float | None, now: float) -> str:
+    """A running timer for a title: whole seconds, shown from the first one on."""
+    seconds = int(now - since) if since is not None else 0
+    return f" \u00b7 {seconds} s" if seconds >= 1 else ""
+
+
 def user_message(turn: Turn) -> dict[str, Any]:
-    return {"role": "user", "content": safe_markdown(preview(turn.user))}
+    return {"role": "user", "content": literal_markdown(preview(turn.user))}
 
 
-def step_message(turn: Turn, index: int) -> dict[str, Any]:
+def step_message(turn: Turn, index: int, now: float) -> dict[str, Any]:
     step = turn.steps[index]
     name = plain_inline(step.name)
     args = json.dumps(step.args, ensure_ascii=False, indent=2, default=str)
@@ -85,7 +137,8 @@ def step_message(turn: Turn, index: int) -> dict[str, Any]:
         metadata["status"] = "done"
     elif turn.running:
         body.append("*Running\u2026*")
-        metadata["status"] = "pending"
+        metadata.update(title=f"Tool: {name}{elapsed(turn.step_started.get(step.id), now)}",
+                        status="pending")
     else:
         body.append("*No result: the turn ended before this tool finished.*")
         metadata["status"] = "done"
@@ -94,12 +147,24 @@ def step_message(turn: Turn, index: int) -> dict[str, Any]:
     return {"role": "assistant", "content": "\n\n".join(body), "metadata": metadata}
 
 
+def pending_message(turn: Turn, now: float) -> dict[str, Any] | None:
+    """A sign of life while the model thinks: before the first step, and between steps."""
+    if not turn.running or turn.answer.strip() or any(
+            step.result is None and step.error is None for step in turn.steps):
+        return None
+    since = max([turn.started, *(turn.step_started.values())])
+    words = "Working on the answer" if turn.steps else "Thinking"
+    return {"role": "assistant", "content": "",
+            "metadata": {"title": f"{words}\u2026{elapsed(since, now)}", "status": "pending",
+                         "id": f"{turn.id}-pending"}}
+
+
 def stage_message(turn: Turn, index: int) -> dict[str, Any]:
     """A strategy stage as a collapsed step; a think-write thought is labelled as private."""
     stage = turn.stages[index][1]
     name = plain_inline(stage.get("name", "stage"))
     title = "Thought (private, not part of the answer)" if name == "think" else f"Stage: {name}"
-    text = safe_markdown(preview(str(stage.get("text") or ""))) or "*(nothing)*"
+    text = reply_markdown(preview(str(stage.get("text") or ""))) or "*(nothing)*"
     return {"role": "assistant", "content": text,
             "metadata": {"title": title, "id": f"{turn.id}-stage-{index}", "status": "done"}}
 
@@ -110,32 +175,35 @@ def plot_message(path: str, step_name: str) -> dict[str, Any]:
 
 
 def answer_message(turn: Turn) -> dict[str, Any] | None:
-    text = safe_markdown(turn.answer.strip())
+    text = reply_markdown(turn.answer.strip())
     if turn.status == "running":
         return {"role": "assistant", "content": text} if text else None
     if turn.status == "stopped":
         text = f"{text}\n\n*{STOPPED_NOTE}*" if text else f"*{STOPPED_NOTE}*"
     elif turn.status == "error":
-        heading = ERROR_HEADINGS.get(turn.error_type or "", "Something went wrong")
-        text = f"**{heading}.** {safe_markdown(turn.error or '')}"
+        error = turn.error
+        heading = ERROR_HEADINGS.get(error.type if error else "", "Something went wrong")
+        text = f"**{heading}.** {reply_markdown(error.message if error else '')}"
     return {"role": "assistant", "content": f"{text}\n\n{footer(turn)}"}
 
 
-def turn_messages(turn: Turn) -> list[dict[str, Any]]:
+def turn_messages(turn: Turn, now: float) -> list[dict[str, Any]]:
     messages = [user_message(turn)]
     for index, step in enumerate(turn.steps):
         messages.extend(stage_message(turn, i) for i, (at, _) in enumerate(turn.stages)
                         if at == index)
-        messages.append(step_message(turn, index))
+        messages.append(step_message(turn, index, now))
         messages.extend(plot_message(path, plain_inline(step.name))
                         for path in turn.plots.get(step.id, []))
     messages.extend(stage_message(turn, i) for i, (at, _) in enumerate(turn.stages)
                     if at >= len(turn.steps))
-    if (answer := answer_message(turn)) is not None:
-        messages.append(answer)
+    for extra in (pending_message(turn, now), answer_message(turn)):
+        if extra is not None:
+            messages.append(extra)
     return messages
 
 
-def render(turns: list[Turn]) -> list[dict[str, Any]]:
-    """The whole conversation as gr.Chatbot messages."""
-    return [message for turn in turns for message in turn_messages(turn)]
+def render(turns: list[Turn], now: float | None = None) -> list[dict[str, Any]]:
+    """The whole conversation as gr.Chatbot messages; `now` drives the running timers."""
+    now = time.time() if now is None else now
+    return [message for turn in turns for message in turn_messages(turn, now)]

@@ -27,8 +27,7 @@ def restored_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
     for message in messages:
         if isinstance(message, HumanMessage):
             turns.append(Turn(user=message.text, persona="", persona_name="Earlier reply",
-                              spec="", model=RESTORED_LABEL, temperature=0.0, status="done",
-                              in_memory=True))
+                              spec="", model=RESTORED_LABEL, temperature=0.0, status="done"))
         elif turns and isinstance(message, AIMessage):
             _add_calls(turns[-1], message)
         elif turns and isinstance(message, ToolMessage):

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from treadwise.agent import ToolStep
+    from treadwise.agent import ToolStep, TurnResult
+    from treadwise.errors import FriendlyError
 
 Status = Literal["running", "done", "error", "stopped"]
 
 
 @dataclass
 class Turn:
-    """One user message and everything the page shows for its reply."""
+    """One user message, what the page shows while its reply runs, and the agent's result."""
 
     user: str
     persona: str
@@ -29,22 +31,46 @@ class Turn:
     answer: str = ""  # what is shown: the streamed text so far (redacted), then the final answer
     streamed: str = ""
     steps: list[ToolStep] = field(default_factory=list)
+    step_started: dict[str, float] = field(default_factory=dict)  # step id -> time.time()
     # Strategy stages (plan, thought, check, attempt), each with how many tool steps preceded it.
     stages: list[tuple[int, dict]] = field(default_factory=list)
     plots: dict[str, list[str]] = field(default_factory=dict)  # step id -> cached PNG paths
-    error_type: str | None = None
-    error: str | None = None
-    latency_s: float | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    stopped_by_cap: bool = False
-    # Whether the agent's memory holds this turn; failed and stopped turns are taken out of it,
-    # so undo and retry must not remove an earlier turn in their place.
-    in_memory: bool = False
+    began: float | None = None  # when the agent started on it (after any queueing)
+    # When the reply's words began to show, from `began` (as the result's latency is timed);
+    # the result's `calls.ttft_s` is the provider's first output of any call (a tool call too).
+    first_token_s: float | None = None
+    result: TurnResult | None = None
+    # Why the turn failed when the agent could not even produce a result (or it was refused).
+    failure: FriendlyError | None = None
     stop_requested: bool = False
+    _settle: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _settled: bool = False
 
     @property
     def running(self) -> bool:
         return self.status == "running"
+
+    @property
+    def error(self) -> FriendlyError | None:
+        return self.failure or (self.result.error if self.result else None)
+
+    @property
+    def remembered(self) -> bool:
+        """Memory keeps a turn exactly when it finished well: the agent rolls back the rest."""
+        return self.status == "done"
+
+    def request_stop(self) -> bool:
+        """Ask the turn to stop, unless its result is already being kept (then it finishes)."""
+        with self._settle:
+            if not self._settled:
+                self.stop_requested = True
+            return self.stop_requested
+
+    def settle(self) -> bool:
+        """Called with the result in hand: True to keep it, False when a stop came first."""
+        with self._settle:
+            self._settled = not self.stop_requested
+            return self._settled
 
 
 @dataclass
@@ -53,17 +79,15 @@ class ChatSession:
 
     thread_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     turns: list[Turn] = field(default_factory=list)
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)  # for the rate limit
 
     @property
     def running(self) -> bool:
         return any(turn.running for turn in self.turns)
 
     def stop(self) -> bool:
-        """Ask every running turn to stop; True when there was one."""
-        running = [turn for turn in self.turns if turn.running]
-        for turn in running:
-            turn.stop_requested = True
-        return bool(running)
+        """Ask every running turn to stop; True when one will."""
+        return any([turn.request_stop() for turn in self.turns if turn.running])
 
     def reset(self) -> None:
         """Start a new conversation in place, so a turn still winding down renders nothing."""

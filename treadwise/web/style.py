@@ -14,7 +14,19 @@ CSS = """
 .tw-note, .tw-note p { font-size: var(--text-sm); color: var(--body-text-color-subdued); }
 .tw-personas ul { margin-top: 0; padding-left: 1.1rem; }
 .tw-personas li { font-size: var(--text-sm); margin-bottom: 0.35rem; }
-.tw-actions button { min-width: 0; }
+.tw-actions { flex-wrap: wrap; gap: var(--spacing-sm); }
+.tw-actions button { min-width: 0; white-space: nowrap; flex: 1 1 auto; }
+#char-count .tw-count { font-size: var(--text-sm); color: var(--body-text-color-subdued);
+                        text-align: right; }
+#char-count .tw-count:empty, #char-count .tw-busy:empty { display: none; }
+#char-count .tw-busy { font-size: var(--text-sm); color: var(--body-text-color-subdued); }
+#char-count .tw-count.tw-over { color: var(--error-text-color); font-weight: 600; }
+/* Small screens: the persona and model pickers come first, above the conversation. */
+@media (max-width: 720px) {
+  .tw-chat-row { flex-direction: column; }
+  .tw-settings { order: -1; }
+  .tw-personas, .tw-settings .tw-note, .tw-settings .info-text { display: none; }
+}
 .tw-footer { display: block; margin-top: 0.4rem; font-size: 0.78rem;
              color: var(--body-text-color-subdued); }
 #chat img { max-width: 100%; }

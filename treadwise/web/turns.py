@@ -5,14 +5,15 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from treadwise.errors import FriendlyError, classify
 
 if TYPE_CHECKING:
-    from treadwise.agent import Agent, Event, TurnResult
+    from treadwise.agent import Agent, Event
     from treadwise.settings import Settings
     from treadwise.web.session import Turn
 
@@ -80,18 +81,20 @@ class ThreadLocks:
 
 
 class TurnRunner:
-    """Streams one turn's events; a turn asked to stop ends for the page within POLL_S.
+    """Streams one turn's events, with None as a heartbeat every POLL_S while nothing happens;
+    a turn asked to stop ends for the page within POLL_S.
 
-    The worker finishes the call in flight on its own, then takes a failed or stopped turn out
-    of memory, so the conversation never keeps a question without its answer or a tool call
-    without its result. Turns of one thread never overlap: they queue on the thread's lock.
+    The worker finishes the call in flight on its own and then closes the agent's stream, and
+    the agent leaves a stopped or failed turn out of memory. Turns of one thread never overlap:
+    they queue on the thread's lock.
     """
 
     def __init__(self, agent: LazyAgent):
         self.agent = agent
         self.locks = ThreadLocks()
 
-    def stream(self, turn: Turn, thread_id: str, message: str, **options: Any) -> Iterator[Event]:
+    def stream(self, turn: Turn, thread_id: str, message: str,
+               **options: Any) -> Iterator[Event | FriendlyError | None]:
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         worker = threading.Thread(target=self._work, args=(turn, thread_id, message, options,
                                                            events),
@@ -101,6 +104,7 @@ class TurnRunner:
             try:
                 item = events.get(timeout=POLL_S)
             except queue.Empty:
+                yield None
                 continue
             if item is _DONE:
                 return
@@ -110,49 +114,34 @@ class TurnRunner:
               events: queue.SimpleQueue[Any]) -> None:
         try:
             with self.locks.hold(thread_id):
-                turn.in_memory = self._run(turn, thread_id, message, options, events)
+                self._run(turn, thread_id, message, options, events)
         except Exception as exc:
             log.exception("chat turn failed")
-            events.put(failed_result(turn, thread_id, classify(exc)))
+            events.put(classify(exc))
         finally:
             events.put(_DONE)
 
     def _run(self, turn: Turn, thread_id: str, message: str, options: dict[str, Any],
-             events: queue.SimpleQueue[Any]) -> bool:
-        """Run the turn under the thread's lock; return whether memory keeps it."""
-        from treadwise.agent import TurnFinished
+             events: queue.SimpleQueue[Any]) -> None:
+        from treadwise.agent import TextDelta, TurnFinished
 
+        if turn.stop_requested:
+            return  # stopped while waiting for the thread's previous turn
         agent = self.agent.get()
-        before = len(agent.history(thread_id))
-        result = None
+        turn.began = time.time()
         stream = agent.stream(message, thread_id=thread_id, **options)
-        try:
+        with closing(stream):  # closing it early is how the agent learns the turn stopped
             for event in stream:
+                if isinstance(event, TurnFinished) and not turn.settle():
+                    return
                 if turn.stop_requested:
-                    break
+                    return
+                if isinstance(event, TextDelta) and turn.first_token_s is None:
+                    turn.first_token_s = time.time() - turn.began  # timed as the agent times
                 events.put(event)
-                if isinstance(event, TurnFinished):
-                    result = event.result
-        finally:
-            stream.close()
-        stored = len(agent.history(thread_id)) > before
-        if stored and (result is None or result.error is not None):
-            agent.undo(thread_id)
-            return False
-        return stored
 
     def undo(self, turn: Turn, thread_id: str) -> None:
         """Take a finished turn out of memory, if memory holds it."""
         with self.locks.hold(thread_id):
-            if turn.in_memory:
+            if turn.remembered:
                 self.agent.get().undo(thread_id)
-                turn.in_memory = False
-
-
-def failed_result(turn: Turn, thread_id: str, error: FriendlyError) -> Any:
-    from treadwise.agent import TurnFinished, TurnResult
-
-    result: TurnResult = TurnResult(answer="", persona=turn.persona, model=turn.model,
-                                    temperature=turn.temperature, thread_id=thread_id,
-                                    error=error)
-    return TurnFinished(result)
