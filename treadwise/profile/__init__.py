@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -15,6 +16,8 @@ PROFILE_DIR = Path(__file__).resolve().parent
 BUSINESS_PROFILE_PATH = PROFILE_DIR / "business.yaml"
 TIRE_CATALOGUE_PATH = PROFILE_DIR / "tires.yaml"
 COVERAGE_PATH = PROFILE_DIR / "coverage.yaml"
+RECHECK_S = 1.0
+_checked: dict[Path | str, tuple[Path, int, float]] = {}
 
 
 class ProfileError(ValueError):
@@ -201,11 +204,22 @@ def _text(value: object, where: str) -> str:
 
 
 def _cache_key(path: Path | str | None, default: Path) -> tuple[Path, int]:
-    resolved = Path(path or default).resolve()
+    """The file and its modification time: an edited file is read again, at most a second
+    later. Every lookup of the offline model comes here, so the disk is asked once a second."""
+    target = path or default
+    now = time.monotonic()
+    known = _checked.get(target)
+    if known is not None and now - known[2] < RECHECK_S:
+        return known[0], known[1]
+    resolved = Path(target).resolve()
     try:
-        return resolved, resolved.stat().st_mtime_ns
+        key = resolved, resolved.stat().st_mtime_ns
     except OSError as exc:
         raise ProfileError(f"cannot read {resolved}: {exc.strerror or exc}") from exc
+    if len(_checked) > 64:
+        _checked.clear()
+    _checked[target] = (*key, now)
+    return key
 
 
 def load_business_profile(path: Path | str | None = None) -> BusinessProfile:

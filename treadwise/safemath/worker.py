@@ -27,6 +27,7 @@ TEMPLATE_CODE = (
     "template_main(**options)\n"
 )
 PID = struct.Struct("!q")
+NICENESS = 10
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,9 @@ def template_main(fd: int, memory_bytes: int, file_bytes: int) -> None:
     # Ignoring SIGCHLD makes the kernel reap exited workers at once: no zombies.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     warnings.simplefilter("ignore")
-
+    # Math yields the CPU to the process serving people: a crowd of slow solves must not slow
+    # every other turn's replies (the workers forked from here inherit it).
+    os.nice(NICENESS)
     warm_up()
     limits = Limits(memory_bytes, file_bytes)
     control = socket.socket(fileno=fd)

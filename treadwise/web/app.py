@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 
     from treadwise.agent import Agent
 
-# Turns mostly wait on a provider, so several run at once; one slow turn must not block others.
-CONCURRENCY = 8
-MAX_QUEUE = 64
+# Turns mostly wait (on a provider, a math worker), so many run at once: a quick question must
+# not queue behind others' slow ones. The math pool and the per-session rate limit bound the work.
+CONCURRENCY = 32
+MAX_QUEUE = 128
 MAX_FILE_SIZE = "1mb"  # the page takes no uploads; this bounds anything posted anyway
 CACHE_CLEANUP = (3600, 24 * 3600)  # every hour, drop cached plots and exports older than a day
 RESULTS_DIR = Path("results")
