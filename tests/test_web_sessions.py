@@ -28,9 +28,11 @@ class Gate:
         self.answer = answer
         self.entered = threading.Event()
         self.opened = threading.Event()
+        self.waiting = threading.Semaphore(0)
 
     def __call__(self, messages, kwargs) -> AIMessage:
         self.entered.set()
+        self.waiting.release()
         assert self.opened.wait(WAIT_S), "the test never opened the gate"
         return AIMessage(self.answer)
 
@@ -90,6 +92,21 @@ def test_two_sessions_keep_separate_memories_and_run_at_once(app):
     assert [t["user"] for t in bob_data["turns"]] == ["Please contact me at bob@example.com"]
     bob_memory = " ".join(str(m.content) for m in agent.history(bob_data["thread_id"]))
     assert "Ana" not in bob_memory and "bob@example.com" in bob_memory
+
+
+def test_a_quick_question_is_answered_while_ten_sessions_wait_on_slow_replies(app):
+    """Ten turns held by a slow model must not hold the queue: a third party's 2+2 is answered
+    while every one of them is still waiting (the queue once ran only eight turns at once)."""
+    url, agent, gates = app
+    held = [submit(Client(url, verbose=False), f"Slow question {n}", custom="scripted:slow")
+            for n in range(10)]
+    for _ in held:
+        assert gates["slow"].waiting.acquire(timeout=WAIT_S), "a slow turn never started"
+    quick = submit(Client(url, verbose=False), "What is 2+2?").result(WAIT_S)
+    assert "= 4" in chat_text(quick[0])
+    assert not any(job.done() for job in held)
+    gates["slow"].opened.set()
+    assert all("The slow answer." in chat_text(job.result(WAIT_S)[0]) for job in held)
 
 
 def test_stop_ends_the_turn_at_once_and_the_session_goes_on(app):
