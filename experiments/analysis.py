@@ -163,6 +163,34 @@ def factor_effects(df: Any) -> Any:
     return pd.DataFrame(rows)
 
 
+def calls_per_turn(row: Any) -> float:
+    """A case's mean model calls per user turn (its turns' counts, else its total)."""
+    counts = [int(v) for v in str(getattr(row, "turn_model_calls", "")).split("|")
+              if v.strip().isdigit()]
+    if counts:
+        return sum(counts) / len(counts)
+    total = getattr(row, "model_calls", math.nan)
+    return float(total) if total == total else math.nan
+
+
+def strategy_comparison(df: Any) -> Any:
+    """Per strategy, pooled over the other factors: success with its scenario-clustered
+    interval, and model calls per user turn (what a way of thinking costs) with theirs."""
+    import pandas as pd
+
+    rows = []
+    for name, group in df.groupby("strategy", sort=True):
+        judged = group[group["judged"]]
+        pairs = [(calls_per_turn(r), r.scenario) for r in judged.itertuples()]
+        pairs = [(v, s) for v, s in pairs if not math.isnan(v)]
+        calls = cluster_bootstrap([v for v, _ in pairs], [s for _, s in pairs],
+                                  proportion=False)
+        rows.append({"strategy": name, **rate(group), "calls_per_turn": calls.value,
+                     "calls_low": calls.low, "calls_high": calls.high,
+                     "most_calls": max((v for v, _ in pairs), default=math.nan)})
+    return pd.DataFrame(rows)
+
+
 def outcomes(df: Any) -> dict[str, dict[tuple[str, int], bool]]:
     """config hash -> {(scenario, repeat): passed} over judged cases."""
     found: dict[str, dict[tuple[str, int], bool]] = {}

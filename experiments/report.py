@@ -16,6 +16,7 @@ from experiments.analysis import (
     pairwise,
     persona_style,
     scenario_rates,
+    strategy_comparison,
     summarise,
     top_group,
 )
@@ -246,6 +247,19 @@ def _style(style: Any) -> list[str]:
                 "p (across personas)": lambda r: f"{r['kruskal_p']:.2g}"})]
 
 
+def _strategies(strategies: Any) -> list[str]:
+    if len(strategies) < 2:
+        return []
+    return ["## Strategies", "", "Each way of thinking pooled over the other factors: success, "
+            "and the model calls it spends per user turn (each strategy has its own budget), "
+            "both with scenario-clustered 95% intervals.", "", table(strategies, {
+                "strategy": "strategy", "n": "n", "errors": "errors",
+                "success": lambda r: pct(r["success_rate"]), "95% CI": interval,
+                "model calls per turn": lambda r: f"{r['calls_per_turn']:.2f}",
+                "95% CI (calls)": lambda r: f"{r['calls_low']:.2f}-{r['calls_high']:.2f}",
+                "most in one case": lambda r: f"{r['most_calls']:.1f}"})]
+
+
 def _failures(scenarios: Any, checks: Any) -> list[str]:
     lines = ["## Failures", "", "Scenarios by success rate (pooled, and the worst and best "
              "configuration on it):", "", table(scenarios, {
@@ -293,8 +307,9 @@ def write_report(run_dir: Path, *, charts: bool = True, results: Any = None,
              *_summary_lines(df, summary, effects, pairs, style, scenarios, checks)]
     if notes := _notes(run_dir, df, meta):
         parts += ["", "## Notes", "", *(f"- {n}" for n in notes)]
-    for section in (_configurations(summary), _effects(effects), _pairwise(pairs),
-                    _style(style), _failures(scenarios, checks)):
+    for section in (_configurations(summary), _effects(effects),
+                    _strategies(strategy_comparison(df)), _pairwise(pairs), _style(style),
+                    _failures(scenarios, checks)):
         if section:
             parts += ["", *section]
     parts += ["", "## Charts", ""] + ([] if charts else ["(Not drawn this time.)"])

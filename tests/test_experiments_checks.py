@@ -191,6 +191,11 @@ def test_max_iterations(tmp_path):
     assert run({"kind": "max_iterations", "max": 5}, result)[0]
     passed, why = run({"kind": "max_iterations", "max": 3}, result)
     assert not passed and "2/5" in why
+    # Another strategy spends calls on its stages within its own budget: not a failure here.
+    staged = turn("c", iterations=6)
+    staged.strategy = {"name": "plan-verify", "budget": 8, "stages": []}
+    passed, why = run({"kind": "max_iterations", "max": 3}, outcome(tmp_path, staged))
+    assert passed and "plan-verify" in why and "budget of 8" in why
 
 
 def test_evaluate_adds_no_error_and_names_repeated_kinds(tmp_path):

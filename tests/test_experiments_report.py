@@ -310,3 +310,30 @@ def test_a_run_whose_process_is_gone_is_interrupted(tmp_path):
     statuses = {r.id: r.status for r in list_runs(tmp_path)}
     assert statuses == {dead.name: "interrupted", live.name: "running"}
     assert "status is 'interrupted'" in write_report(dead, charts=False).read_text()
+
+
+def test_strategies_are_compared_by_success_and_model_calls_per_turn(tmp_path):
+    """A grid over strategies gets a table of each strategy's success and its cost in model
+    calls per user turn, both with intervals, and a model-calls chart split by strategy."""
+    with ResultsWriter(tmp_path / RESULTS_FILE) as writer:
+        for i in range(10):
+            common = {"persona": "friendly", "temperature": 0.0, "scenario": f"s{i % 5}",
+                      "repeat": i // 5 + 1}
+            writer.write(row(strategy="react", config_hash="rrrr", turn_model_calls="2",
+                             status="ok", **common))
+            writer.write(row(strategy="plan-verify", config_hash="pppp",
+                             turn_model_calls="5|6" if i % 2 else "5", model_calls=11,
+                             status="failed" if i == 0 else "ok", **common))
+    write_meta(tmp_path, {"grid_name": "strategies", "status": "finished",
+                          "created": "2026-01-01T00:00:00+00:00"})
+    report = write_report(tmp_path).read_text()
+    section = report.split("## Strategies", 1)[1].split("\n## ", 1)[0]
+    lines = {line.split("|")[1].strip(): line for line in section.splitlines()
+             if line.startswith("| ") and "strategy" not in line}
+    assert set(lines) == {"react", "plan-verify"}
+    assert "| 2.00 |" in lines["react"] and "| 100% |" in lines["react"]
+    assert "| 5.25 |" in lines["plan-verify"] and "| 90% |" in lines["plan-verify"]
+    assert (tmp_path / "charts" / "model_calls.png").read_bytes().startswith(PNG_SIGNATURE)
+    one = tmp_path / "one"
+    synthetic_run(one)
+    assert "## Strategies" not in write_report(one, charts=False).read_text()

@@ -126,12 +126,14 @@ def tool_use(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
 
 
 @chart("model_calls.png", "Model calls per user turn",
-       "How many model calls each user turn took (the agent stops at five); bars beside each "
-       "other compare models, and a bar at the cap means turns that ran out of calls.")
+       "How many model calls each user turn took; bars beside each other compare strategies "
+       "when they vary (each has its own budget), else models; the dashed line is the react "
+       "loop's cap of five.")
 def model_calls(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     import pandas as pd
 
-    hue = "model_label" if df["model_label"].nunique() > 1 else "persona"
+    hue = next((c for c in ("strategy", "model_label") if c in df and df[c].nunique() > 1),
+               "persona")
     source = "turn_model_calls" if df.get("turn_model_calls", pd.Series(dtype=str)).astype(
         str).str.strip().any() else "turn_iterations"
     rows = [{"calls": int(v), hue: getattr(r, hue)} for r in df.itertuples()
@@ -145,12 +147,12 @@ def model_calls(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     sns.countplot(turns, x="calls", hue=hue, order=order, hue_order=hue_order, ax=ax,
                   palette=colours(hue_order))
     ax.axvline(order.index(CAP), color="#D55E00", linestyle="--", linewidth=1)
-    ax.text(order.index(CAP) - 0.1, ax.get_ylim()[1] * 0.95, f"cap ({CAP})", ha="right",
+    ax.text(order.index(CAP) - 0.1, ax.get_ylim()[1] * 0.95, f"react cap ({CAP})", ha="right",
             va="top", color="#D55E00", fontsize=9)
     what = "model calls" if source == "turn_model_calls" else "model replies (older run)"
     ax.set_xlabel(f"{what} in one user turn")
     ax.set_ylabel("user turns")
-    ax.legend(title="model" if hue == "model_label" else "persona", fontsize=8)
+    ax.legend(title={"model_label": "model"}.get(hue, hue), fontsize=8)
     return fig
 
 
