@@ -94,10 +94,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.resume is not None and args.workers_join is not None:
         raise ValueError("--resume finishes a run folder and --workers-join a shared run: "
                          "give one of them")
-    run_dir = run_sweep(args.grid, out_dir=args.out, resume=args.resume, strict=args.strict,
-                        limit=args.limit, report=not args.no_report,
-                        retry_errors=args.retry_errors, cache=args.cache,
-                        join=args.workers_join)
+    options = {"out_dir": args.out, "strict": args.strict, "limit": args.limit,
+               "report": not args.no_report, "retry_errors": args.retry_errors,
+               "cache": args.cache}
+    if args.workers_join is not None:
+        from experiments.shared import join_sweep
+
+        run_dir = join_sweep(args.workers_join, args.grid, **options)
+    else:
+        run_dir = run_sweep(args.grid, resume=args.resume, **options)
     print(run_dir)
     return EXIT_OK
 

@@ -156,7 +156,7 @@ def plan_sweep(grid: Grid, run_dir: Path, *, limit: int | None = None,
     return SweepPlan(grid, run_dir, cases, todo, prepared, finished, workers, cache, shared)
 
 
-def _echo_stderr(line: str) -> None:
+def echo_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
@@ -165,7 +165,7 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
               progress: Callable[[Progress], None] | None = None, limit: int | None = None,
               report: bool = True, echo: Callable[[str], None] | None = None,
               retry_errors: bool = False, cache: bool | Path = False,
-              workers: int | None = None, join: str | None = None) -> Path:
+              workers: int | None = None) -> Path:
     """Run (or resume) a sweep and return its run folder.
 
     Rows are appended to RUN/results.csv and transcripts to RUN/transcripts.jsonl as cases
@@ -174,16 +174,10 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
     `echo` receives the plan lines (stderr by default). `retry_errors` (with `resume`) runs
     again only the cases whose latest row is an error. `cache` (True, or the SQLite file to
     use) answers identical model requests from the response cache. `workers` (default: the
-    grid's) is how many processes share the cases in flight. `join` names a run shared through
-    PostgreSQL (TREADWISE_DATABASE_URL) instead: see experiments/shared.py.
+    grid's) is how many processes share the cases in flight. A run shared through PostgreSQL
+    is run by experiments/shared.py's `join_sweep` instead.
     """
-    echo = echo or _echo_stderr
-    if join is not None:
-        from experiments.shared import join_sweep
-
-        return join_sweep(join, grid_path, out_dir=out_dir, strict=strict, progress=progress,
-                          limit=limit, report=report, echo=echo, retry_errors=retry_errors,
-                          cache=cache, workers=workers)
+    echo = echo or echo_stderr
     if retry_errors and resume is None:
         raise SweepError("--retry-errors re-runs the errored cases of a run: give it --resume "
                          "RUN_DIR")
@@ -219,8 +213,9 @@ def cache_file(cache: bool | Path, run_dir: Path) -> Path | None:
     return cache if isinstance(cache, Path) else cache_path(run_dir.parent)
 
 
-def sweep_folder(grid: Grid, run_dir: Path, *, resume: bool, strict: bool,
-                 progress: Callable[[Progress], None] | None, echo: Callable[[str], None],
+def sweep_folder(grid: Grid, run_dir: Path, *, resume: bool, strict: bool = False,
+                 progress: Callable[[Progress], None] | None = None,
+                 echo: Callable[[str], None] = echo_stderr,
                  plan_options: dict[str, Any]) -> None:
     """Plan the run in `run_dir` and run it (no lock taken, no report written)."""
     repair(run_dir / RESULTS_FILE)

@@ -308,14 +308,18 @@ def report_run(pool: Any, run_id: str, folder: Path, *, charts: bool = True) -> 
     return write_report(folder, charts=charts, results=frame, meta=meta)
 
 
-def join_sweep(run_id: str, grid_path: Path | None, *, out_dir: Path, echo: Callable,
+def join_sweep(run_id: str, grid_path: Path | None, *, out_dir: Path = Path("results"),
+               echo: Callable | None = None,
                report: bool = True, retry_errors: bool = False, cache: Any = False,
                limit: int | None = None, workers: int | None = None,
                **options: Any) -> Path:
     """Create or join the shared run `run_id` and work on it until no case is left for this
     worker; returns this machine's folder of the run. The worker that finishes the last case
     writes the report there (from the database)."""
+    from experiments.runner import echo_stderr
+
     url, run_id = database_url(), check_name(run_id)
+    echo = echo or echo_stderr
     with database_errors():
         return _join(connect(url), url, run_id, grid_path, out_dir=out_dir, echo=echo,
                      report=report, retry_errors=retry_errors, cache=cache, limit=limit,

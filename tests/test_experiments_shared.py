@@ -18,8 +18,7 @@ from experiments.claims import SharedRun
 from experiments.grid import load_grid
 from experiments.report import write_report
 from experiments.results import RESULTS_FILE, read_rows
-from experiments.runner import run_sweep
-from experiments.shared import SharedRunError, connect, create
+from experiments.shared import SharedRunError, connect, create, join_sweep
 from experiments.sink import CaseRecord
 from tests.loopback import OpenAIServer, Reply, tool_then_answer
 from tests.test_experiments_runner import HOURS, cli, write_grid
@@ -227,29 +226,29 @@ def test_joining_needs_the_database_and_the_same_grid(tmp_path, database_url, mo
                "echo": lambda line: None}
     monkeypatch.delenv("TREADWISE_DATABASE_URL", raising=False)
     with pytest.raises(SharedRunError, match="needs TREADWISE_DATABASE_URL"):
-        run_sweep(grid, join="study", **options)
+        join_sweep("study", grid, **options)
     monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
     with pytest.raises(SharedRunError, match="no shared run 'study'"):
-        run_sweep(None, join="study", **options)
+        join_sweep("study", None, **options)
     with pytest.raises(SharedRunError, match="cannot name a shared run"):
-        run_sweep(grid, join="../study", **options)
-    folder = run_sweep(grid, join="study", **options)
+        join_sweep("../study", grid, **options)
+    folder = join_sweep("study", grid, **options)
     assert folder == tmp_path / "out" / "study" and not (folder / RESULTS_FILE).exists()
     other = tmp_path / "other"
     other.mkdir()
     changed = write_grid(other, [HOURS], repeats=3, temperatures=[0.7])
     with pytest.raises(SharedRunError, match=r"differs from the grid of shared run 'study': "
                        r"repeats \(run: 2, yours: 3\); temperatures"):
-        run_sweep(changed, join="study", **options)
+        join_sweep("study", changed, **options)
     rewritten = tmp_path / "rewritten"
     rewritten.mkdir()
     checks = write_grid(rewritten, [{**HOURS, "checks": []}], repeats=2)
     with pytest.raises(SharedRunError, match=r"scenarios \(the same ids, other turns or checks"):
-        run_sweep(checks, join="study", **options)
+        join_sweep("study", checks, **options)
     # How one machine runs the cases may differ; what the rows mean may not.
     same = write_grid(other, [HOURS], repeats=2, concurrency=7)
     lines: list[str] = []
-    run_sweep(same, join="study", **{**options, "echo": lines.append})
+    join_sweep("study", same, **{**options, "echo": lines.append})
     assert any("already done: 2" in line for line in lines)
     assert query(database_url, "SELECT count(*) AS n FROM sweep_results") == [{"n": 2}]
 
@@ -259,9 +258,9 @@ def test_a_budget_holds_for_the_whole_shared_run(tmp_path, database_url, monkeyp
     grid = write_grid(tmp_path, [HOURS], repeats=10, concurrency=1, budget={"max_calls": 4})
     options = {"out_dir": tmp_path / "out", "progress": lambda p: None, "report": False}
     first: list[str] = []
-    run_sweep(grid, join="capped", echo=first.append, **options)
+    join_sweep("capped", grid, echo=first.append, **options)
     second: list[str] = []
-    run_sweep(None, join="capped", echo=second.append, **options)
+    join_sweep("capped", None, echo=second.append, **options)
     rows = query(database_url, "SELECT model_calls FROM sweep_results")
     assert 2 <= len(rows) < 10 and sum(r["model_calls"] for r in rows) >= 4
     assert any("stopped launching new cases: max_calls 4 reached" in line for line in first)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import email.utils
 import os
 import re
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 SECRET_ENV_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
@@ -71,6 +74,26 @@ def redact(text: str) -> str:
     return KEY_SHAPES_RE.sub("[redacted]", text)
 
 
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds a server asked us to wait (Retry-After, retry-after-ms), or None."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(raw) if raw else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
 def _status(error: BaseException) -> int | None:
     for attr in ("status_code", "code", "status"):
         value = getattr(error, attr, None)
@@ -82,8 +105,6 @@ def _status(error: BaseException) -> int | None:
 
 
 def _retry_after(error: BaseException) -> float | None:
-    from treadwise.models.retries import retry_after_seconds
-
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None)
     return retry_after_seconds(headers) if headers is not None else None

@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import email.utils
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import httpx
 
+from treadwise.errors import retry_after_seconds
+
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds a server asked us to wait (Retry-After, retry-after-ms), or None."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(raw) if raw else None
-        if parsed is None:
-            return None
-        return max(0.0, parsed.timestamp() - time.time())
 
 
 class _Policy:

@@ -16,12 +16,11 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Tool
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from treadwise.conversation import current_turn, turn_start
+from treadwise.conversation import current_turn
 from treadwise.models.offline import dialogue
 from treadwise.models.offline.mathwords import needs_previous, with_previous
 from treadwise.models.offline.plan import Call, Plan
-from treadwise.models.offline.policy import decide
-from treadwise.models.offline.understanding import understand
+from treadwise.models.offline.policy import read_turn
 from treadwise.models.offline.voice import Voice
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
 
@@ -113,9 +112,9 @@ class OfflineModel(BaseChatModel):
             from treadwise.models.offline.stages import respond
 
             return respond(self, stage, messages, tools, choice)
-        return self._respond(messages, tools, choice, persona)
+        return self.respond_turn(messages, tools, choice, persona)
 
-    def _respond(self, messages: list[BaseMessage], tools: list[dict], tool_choice: str | None,
+    def respond_turn(self, messages: list[BaseMessage], tools: list[dict], tool_choice: str | None,
                  persona: Persona | None = None) -> AIMessage:
         """One ordinary turn step: the next tool calls of the plan, or the worded answer."""
         human, state, plan = read_turn(messages)
@@ -128,13 +127,13 @@ class OfflineModel(BaseChatModel):
                 not any(m.status == "error" for m in results):
             calls = _resolve(plan.steps[done], results)
             if calls is not None and all(c.tool in tool_names for c in calls):
-                return self._finish(messages, "", calls)
+                return self.message(messages, "", calls)
             # A step that cannot run (a result that cannot be reused exactly, a missing tool)
             # ends the turn with what was found so far.
             stopped = bool(results)
         voice = self.voice(human, len(turn), persona)
         text = voice.answer(plan, results, tool_names, capped=stopped)
-        return self._finish(messages, text, [], dialogue.after(state, plan, results))
+        return self.message(messages, text, [], dialogue.after(state, plan, results))
 
     def voice(self, human: str, position: int, persona: Persona | None = None) -> Voice:
         """The persona's voice for this reply, seeded by the message and the step."""
@@ -146,7 +145,7 @@ class OfflineModel(BaseChatModel):
         digest = hashlib.sha256(f"{self.seed}|{position}|{human}".encode()).hexdigest()
         return random.Random(int(digest[:16], 16))
 
-    def _finish(self, messages: list[BaseMessage], text: str, calls: list[Call],
+    def message(self, messages: list[BaseMessage], text: str, calls: list[Call],
                 state: dialogue.DialogueState | None = None) -> AIMessage:
         prompt = sum(estimate_tokens(m.text) for m in messages)
         tool_calls = [{"name": c.tool, "args": c.args, "id": f"call_{uuid.uuid4().hex[:12]}",
@@ -160,19 +159,6 @@ class OfflineModel(BaseChatModel):
             response_metadata={"model_name": "offline", "model_provider": "offline",
                                "finish_reason": "tool_calls" if calls else "stop"},
         )
-
-
-def read_turn(messages: Sequence[BaseMessage]) -> tuple[str, dialogue.DialogueState, Plan]:
-    """The latest user message, the dialogue state before it, and the plan for it."""
-    start = turn_start(messages)
-    human = messages[start].text if start >= 0 else ""
-    state = dialogue.latest(messages[:max(start, 0)])
-    return human, state, decide(understand(human), state)
-
-
-def plan_for(messages: Sequence[BaseMessage]) -> Plan:
-    """What the model plans for the latest user message of `messages`, given the thread."""
-    return read_turn(messages)[2]
 
 
 def _resolve(step: list[Call], results: list[ToolMessage]) -> list[Call] | None:
@@ -189,4 +175,4 @@ def _resolve(step: list[Call], results: list[ToolMessage]) -> list[Call] | None:
     return resolved
 
 
-__all__ = ["OfflineModel", "Plan", "estimate_tokens", "plan_for"]
+__all__ = ["OfflineModel", "Plan", "estimate_tokens"]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from langchain_core.messages import BaseMessage
 
 from treadwise import profile
+from treadwise.conversation import turn_start
+from treadwise.models.offline import dialogue
 from treadwise.models.offline.calculus import BOUNDS_RE, Earlier, read_calculus
 from treadwise.models.offline.dialogue import DialogueState
 from treadwise.models.offline.leads import plan_contact
@@ -17,7 +21,7 @@ from treadwise.models.offline.mathwords import (
     substitute,
 )
 from treadwise.models.offline.plan import PREVIOUS, Call, Plan, ask, single
-from treadwise.models.offline.understanding import Reading, bare_place
+from treadwise.models.offline.understanding import Reading, bare_place, understand
 
 ARITHMETIC_METHOD = "exact arithmetic (fractions stay fractions), in the usual order of operations"
 # Words that may stand before "tires" in "do you sell ... tires?" without naming a product
@@ -191,3 +195,11 @@ def _unknown(reading: Reading, state: DialogueState) -> Plan:
 
 HANDLERS: list[Handler] = [_empty, _secret, _language, plan_contact, _pending, _smalltalk,
                            _math, _tires, _service, _business, _math_unclear, _unknown]
+
+
+def read_turn(messages: Sequence[BaseMessage]) -> tuple[str, DialogueState, Plan]:
+    """The latest user message, the dialogue state before it, and the plan for it."""
+    start = turn_start(messages)
+    human = messages[start].text if start >= 0 else ""
+    state = dialogue.latest(messages[:max(start, 0)])
+    return human, state, decide(understand(human), state)

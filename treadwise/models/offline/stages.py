@@ -8,16 +8,25 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from treadwise.conversation import current_turn, stage_of
 from treadwise.models.offline.dialogue import exact_result
 from treadwise.models.offline.plan import PREVIOUS, Call, Plan
+from treadwise.models.offline.policy import read_turn
 
-if TYPE_CHECKING:
-    from treadwise.models.offline.model import OfflineModel
+
+class Answerer(Protocol):
+    """What the stages need of the offline model: its ordinary turn step, its replies, its voice."""
+
+    def respond_turn(self, messages: list[BaseMessage], tools: list[dict],
+                     tool_choice: str | None) -> AIMessage: ...
+
+    def message(self, messages: list[BaseMessage], text: str, calls: list[Call]) -> AIMessage: ...
+
+    def voice(self, human: str, position: int) -> Any: ...
 
 CALCULUS = {"integral", "derivative", "equation", "analysis", "plot", "limit"}
 BUSINESS = {"business", "tires", "service", "lead", "privacy", "secret"}
@@ -41,7 +50,7 @@ DRAFT_RE = re.compile(r"Draft answer:\s*\n(.*?)(?:\n\n[A-Z][\w ]*:\n|\Z)", re.DO
 class Reading:
     """What the model understands of a stage prompt: the question, its plan, this turn's work."""
 
-    model: OfflineModel
+    model: Answerer
     messages: list[BaseMessage]  # the prompt without the stage's material
     material: str
     plan: Plan
@@ -55,24 +64,22 @@ class Reading:
         return self.model.voice(self.human, 0)
 
 
-def read(model: OfflineModel, messages: list[BaseMessage]) -> Reading:
-    from treadwise.models.offline.model import read_turn
-
+def read(model: Answerer, messages: list[BaseMessage]) -> Reading:
     material = "\n\n".join(m.text for m in messages if stage_of(m))
     own = [m for m in messages if not stage_of(m)]
     human, _, plan = read_turn(own)
     return Reading(model, own, material, plan, human)
 
 
-def respond(model: OfflineModel, stage: str, messages: list[BaseMessage], tools: list[dict],
+def respond(model: Answerer, stage: str, messages: list[BaseMessage], tools: list[dict],
             tool_choice: str | None) -> AIMessage:
     """The reply to one stage prompt, as an AIMessage from the model."""
     reading = read(model, messages)
     handler = STAGES.get(stage)
     if handler is None:  # act, attempt-react: the model's usual tool-using turn
-        return model._respond(reading.messages, tools, tool_choice)
+        return model.respond_turn(reading.messages, tools, tool_choice)
     reply = handler(reading, tools, tool_choice)
-    return reply if isinstance(reply, AIMessage) else model._finish(messages, reply, [])
+    return reply if isinstance(reply, AIMessage) else model.message(messages, reply, [])
 
 
 def problem_type(plan: Plan) -> str:
@@ -117,7 +124,7 @@ def _validate(reading: Reading, tools: list[dict], tool_choice: str | None) -> s
 
 
 def _think(reading: Reading, tools: list[dict], tool_choice: str | None) -> AIMessage | str:
-    step = reading.model._respond(reading.messages, tools, tool_choice)
+    step = reading.model.respond_turn(reading.messages, tools, tool_choice)
     done = [m.text for m in reading.results]
     if step.tool_calls:
         calls = ", ".join(describe(Call(c["name"], c["args"])) for c in step.tool_calls)
@@ -136,7 +143,7 @@ def _write(reading: Reading, tools: list[dict], tool_choice: str | None) -> AIMe
     agreed = AGREED_RE.search(reading.material)
     programs = any(m.name == "run_program" for m in reading.results)
     if agreed is None or (reading.results and not programs):
-        return reading.model._respond(reading.messages, tools, "none")
+        return reading.model.respond_turn(reading.messages, tools, "none")
     voice = reading.voice()
     value = agreed.group(1).split(" (")[0].strip()
     body = ("I couldn't work this out reliably: my independent tries did not agree."
