@@ -132,9 +132,9 @@ class ChatTab:
                                                     elem_id="export-json")
                 gr.Markdown(
                     f"Messages may be up to {self.settings.max_input_chars:,} characters; a "
-                    "longer one is refused before any model sees it. Each reply takes at most "
-                    f"{MAX_ITERATIONS} reasoning steps. The export buttons download the "
-                    "conversation.", elem_classes="tw-note")
+                    "longer one is refused before any model sees it. A react reply takes at "
+                    f"most {MAX_ITERATIONS} model calls; each other strategy names its own "
+                    "budget. The export buttons download the conversation.", elem_classes="tw-note")
                 gr.Examples(examples=[[text] for _, text in EXAMPLES], inputs=[message],
                             example_labels=[f"{kind}: {text}" for kind, text in EXAMPLES],
                             label="Examples")
