@@ -106,3 +106,27 @@ def same_message_key(message: str) -> str:
     # Case, spacing and a closing full stop do not make a new request out of a repeated one.
     text = " ".join(message.split()).casefold().rstrip(".!? ")
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ReadsRows:
+    """The reading half every store shares, over its own `_rows(sql)` and `_count(table)`."""
+
+    def _rows(self, sql: str) -> list[dict]:
+        raise NotImplementedError
+
+    def _count(self, table: str) -> int:
+        raise NotImplementedError
+
+    def leads(self) -> list[dict]:
+        """Every lead, oldest first: id, created_at, email, name, message."""
+        return self._rows("SELECT id, created_at, email, name, message FROM leads ORDER BY id")
+
+    def feedback(self) -> list[dict]:
+        """Every stored question, oldest first: id, created_at, question."""
+        return self._rows("SELECT id, created_at, question FROM feedback ORDER BY id")
+
+    def lead_count(self) -> int:
+        return self._count("leads")
+
+    def feedback_count(self) -> int:
+        return self._count("feedback")

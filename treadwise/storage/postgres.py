@@ -19,6 +19,7 @@ from treadwise.errors import redact
 from treadwise.storage.leads import (
     Lead,
     LeadResult,
+    ReadsRows,
     StoreUnavailable,
     validate_lead,
     validate_question,
@@ -113,7 +114,7 @@ def close_pools() -> None:
         pool.close()
 
 
-class PostgresStore:
+class PostgresStore(ReadsRows):
     """Leads and feedback in PostgreSQL, shared by every replica; same behaviour as SQLite's."""
 
     def __init__(self, pool: ConnectionPool, clock: Callable[[], datetime] | None = None):
@@ -190,20 +191,6 @@ class PostgresStore:
             return conn.execute(
                 "INSERT INTO feedback (created_at, question) VALUES (%s, %s) RETURNING id",
                 (self._clock(), question)).fetchone()["id"]
-
-    def leads(self) -> list[dict]:
-        """Every lead, oldest first: id, created_at, email, name, message."""
-        return self._rows("SELECT id, created_at, email, name, message FROM leads ORDER BY id")
-
-    def feedback(self) -> list[dict]:
-        """Every stored question, oldest first: id, created_at, question."""
-        return self._rows("SELECT id, created_at, question FROM feedback ORDER BY id")
-
-    def lead_count(self) -> int:
-        return self._count("leads")
-
-    def feedback_count(self) -> int:
-        return self._count("feedback")
 
     def save_plot(self, name: str, png: bytes) -> None:
         with self._transaction() as conn:

@@ -12,6 +12,7 @@ from pathlib import Path
 from treadwise.storage.leads import (
     InvalidLead,
     LeadResult,
+    ReadsRows,
     StoreUnavailable,
     validate_email,
     validate_lead,
@@ -60,7 +61,7 @@ def _unavailable(exc: BaseException, data_dir: Path) -> StoreUnavailable:
     return StoreUnavailable(reason)
 
 
-class Store:
+class Store(ReadsRows):
     """Leads and feedback in `data_dir/leads.db`; every call opens, commits and closes."""
 
     def __init__(self, data_dir: Path, clock: Callable[[], datetime] | None = None):
@@ -145,20 +146,6 @@ class Store:
                 "INSERT INTO feedback (created_at, question) VALUES (?, ?) RETURNING id",
                 (self._now(), question),
             ).fetchone()[0]
-
-    def leads(self) -> list[dict]:
-        """Every lead, oldest first: id, created_at, email, name, message."""
-        return self._rows("SELECT id, created_at, email, name, message FROM leads ORDER BY id")
-
-    def feedback(self) -> list[dict]:
-        """Every stored question, oldest first: id, created_at, question."""
-        return self._rows("SELECT id, created_at, question FROM feedback ORDER BY id")
-
-    def lead_count(self) -> int:
-        return self._count("leads")
-
-    def feedback_count(self) -> int:
-        return self._count("feedback")
 
     def _rows(self, sql: str) -> list[dict]:
         with self._connect(write=False) as db:
