@@ -9,6 +9,8 @@ the two replicas compete for the same cores as the clients and the database.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -42,10 +44,24 @@ def message(session: int, turn: int) -> str:
     return "What are your opening hours?"
 
 
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) seconds of all cores since boot, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    ticks = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields) - idle) / ticks, sum(fields) / ticks
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_sessions(urls: list[str], sessions: int, turns: int, base: int
-                 ) -> tuple[list[float], float, list[str]]:
+                 ) -> tuple[list[float], float, list[str], tuple[float, float]]:
     """`sessions` clients, spread round-robin over `urls`, each sending `turns` messages at
-    once: (latencies, wall seconds, errors)."""
+    once: (latencies, wall seconds, errors, (share of the machine's cores busy, share of them
+    used by this process's clients))."""
     # Plain HTTP on loopback: without ssl_verify=False each request loads the CA bundle.
     clients = [Client(urls[n % len(urls)], verbose=False, download_files=False,
                       ssl_verify=False) for n in range(sessions)]
@@ -74,10 +90,12 @@ def run_sessions(urls: list[str], sessions: int, turns: int, base: int
     for thread in threads:
         thread.start()
     start.wait()
-    began = time.perf_counter()
+    began, (busy0, total0), own0 = time.perf_counter(), machine_cpu(), own_cpu()
     for thread in threads:
         thread.join()
-    return latencies, time.perf_counter() - began, errors
+    (busy1, total1), own1 = machine_cpu(), own_cpu()
+    shares = ((busy1 - busy0) / (total1 - total0), (own1 - own0) / (total1 - total0))
+    return latencies, time.perf_counter() - began, errors, shares
 
 
 def p95(values: list[float]) -> float:
@@ -121,12 +139,15 @@ def main() -> None:
         cluster.stop()
     rates = {}
     for name, runs in results.items():
-        rates[name] = statistics.median(len(lat) / wall for lat, wall, _ in runs)
-        latencies = [value for lat, _, _ in runs for value in lat]
-        errors = [error for _, _, errs in runs for error in errs]
+        rates[name] = statistics.median(len(lat) / wall for lat, wall, _, _ in runs)
+        latencies = [value for lat, _, _, _ in runs for value in lat]
+        errors = [error for _, _, errs, _ in runs for error in errs]
+        busy = statistics.mean(shares[0] for *_, shares in runs)
+        clients = statistics.mean(shares[1] for *_, shares in runs)
         print(f"{name}: {rates[name]:.2f} turns/s (median of {len(runs)}), p50 "
               f"{statistics.median(latencies):.2f} s, p95 {p95(latencies):.2f} s, "
-              f"{len(errors)} errors")
+              f"{len(errors)} errors; the {os.cpu_count()} cores {busy:.0%} busy, "
+              f"{clients:.0%} of them on the load's own clients")
         for error in errors[:3]:
             print(f"  error: {error}")
     print(f"replicas: ratio {rates['2 replicas'] / rates['1 replica']:.2f} (goal >= 1.6)")

@@ -9,6 +9,7 @@ in a single process, whose threads share one core under Python's GIL.
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -69,6 +70,18 @@ def serve() -> tuple[subprocess.Popen, str]:
     return server, server.stdout.readline().strip()
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def harness_cpu() -> float:
+    """CPU seconds of this process and its finished children (the sweep's worker processes)."""
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def time_sweep(folder: Path, workers: int) -> tuple[float, int]:
     """Seconds for the whole sweep (plan, cases, rows; no report) and its rows, all passed."""
     from experiments.results import read_rows
@@ -86,6 +99,16 @@ def time_sweep(folder: Path, workers: int) -> tuple[float, int]:
     failed = [r for r in rows if r["status"] != "ok"]
     assert len(rows) == CASES and not failed, failed[:1]
     return elapsed, len(rows)
+
+
+def cpu_line(harness_s: float, server_s: float, ideal: float) -> str:
+    """Where the machine's cores went: no sweep can beat its CPU demand spread on all cores."""
+    cores = os.cpu_count() or 1
+    floor = (harness_s + server_s) / cores
+    return (f"    CPU per case: harness (agent, graph, client, checks, rows) "
+            f"{harness_s / CASES * 1000:.1f} ms, loopback model server "
+            f"{server_s / CASES * 1000:.1f} ms; spread over {cores} cores that alone takes "
+            f"{floor:.2f} s = {floor / ideal:.2f} x ideal")
 
 
 def report(label: str, elapsed: float, ideal: float, workers: int) -> list[str]:
@@ -120,14 +143,19 @@ def main() -> None:
                                "no_proxy": "127.0.0.1,localhost"})
             os.environ.pop("TREADWISE_RATE_LIMIT_RPS", None)
             ideal = CASES * CALLS_PER_CASE * DELAY_S / CONCURRENCY
-            many, _ = time_sweep(folder, WORKERS)
-            one, _ = time_sweep(folder, 1)
+            cpu = []
+            for workers in (WORKERS, 1):
+                before = harness_cpu(), process_cpu(server.pid)
+                cpu.append((time_sweep(folder, workers)[0],
+                            harness_cpu() - before[0], process_cpu(server.pid) - before[1]))
+            (many, many_cpu, many_server), (one, one_cpu, one_server) = cpu
     finally:
         server.stdin.close()
         server.wait(timeout=30)
     print(f"sweep_concurrency: ratio {many / ideal:.2f} (goal <= {GOAL})")
-    for line in report(f"workers: {WORKERS}", many, ideal, WORKERS) + report(
-            "workers: 1", one, ideal, 1):
+    for line in (report(f"workers: {WORKERS}", many, ideal, WORKERS)
+                 + [cpu_line(many_cpu, many_server, ideal)]
+                 + report("workers: 1", one, ideal, 1) + [cpu_line(one_cpu, one_server, ideal)]):
         print(line)
     print(f"  machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
 
