@@ -258,3 +258,18 @@ def test_tokens_appear_as_a_real_model_streams_them(page, monkeypatch: pytest.Mo
         footer = wait_for_reply(page, 1)
     assert words in footer
     assert "first token" in footer
+
+
+def test_a_local_models_first_load_is_announced_then_it_answers(page, tmp_path):
+    from treadwise.models.local import model_path
+
+    # A path of its own, so no earlier test in this process has loaded it yet.
+    fresh = tmp_path / "smollm2-copy.gguf"
+    fresh.symlink_to(model_path("smollm2"))
+    use_model(page, f"local:{fresh}")
+    box(page).fill("hello")
+    page.locator("#send").click()
+    page.get_by_text("the first reply takes a few seconds longer").first.wait_for()
+    footer = wait_for_reply(page, 1)
+    assert "smollm2-copy.gguf" in footer
+    assert "local model" in footer or "local:" in footer
