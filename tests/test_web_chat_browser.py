@@ -8,6 +8,7 @@ session). A scripted model "slow" calls a tool that takes a couple of seconds.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -263,9 +264,10 @@ def test_tokens_appear_as_a_real_model_streams_them(page, monkeypatch: pytest.Mo
 def test_a_local_models_first_load_is_announced_then_it_answers(page, tmp_path):
     from treadwise.models.local import model_path
 
-    # A path of its own, so no earlier test in this process has loaded it yet.
+    # A file of its own (engines are keyed by real path, so not a symlink): no earlier test in
+    # this process has loaded it yet.
     fresh = tmp_path / "smollm2-copy.gguf"
-    fresh.symlink_to(model_path("smollm2"))
+    shutil.copyfile(model_path("smollm2"), fresh)
     use_model(page, f"local:{fresh}")
     box(page).fill("hello")
     page.locator("#send").click()
