@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from experiments.appending import AppendFile
 
 RESULTS_FILE = "results.csv"
 COLUMNS = (
@@ -114,37 +114,30 @@ def cell_text(value: Any) -> str:
     return str(_cell(value))
 
 
+def _record(values: Iterable[Any]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(values)
+    return buffer.getvalue()
+
+
 class ResultsWriter:
     """Appends rows to results.csv under one lock; each row is written whole and flushed."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._lock = threading.Lock()
         repair(self.path)
         new = not self.path.exists() or self.path.stat().st_size == 0
         # A run resumed by a newer harness keeps its own header: rows follow its columns.
         self.columns = COLUMNS if new else _header(self.path) or COLUMNS
-        self._handle = self.path.open("a", encoding="utf-8", newline="")
+        self._file = AppendFile(self.path, newline="")
         if new:
-            self._write_record(COLUMNS)
-
-    def _write_record(self, values: Iterable[Any]) -> None:
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\n").writerow(values)
-        # One write of the whole record, then flush: a kill leaves at most one partial record.
-        self._handle.write(buffer.getvalue())
-        self._handle.flush()
+            self._file.append(_record(COLUMNS))
 
     def write(self, row: dict[str, Any]) -> None:
-        with self._lock:
-            self._write_record(_cell(row.get(column)) for column in self.columns)
+        self._file.append(_record(_cell(row.get(column)) for column in self.columns))
 
     def close(self) -> None:
-        with self._lock:
-            if not self._handle.closed:
-                self._handle.flush()
-                os.fsync(self._handle.fileno())
-                self._handle.close()
+        self._file.close()
 
     def __enter__(self) -> ResultsWriter:
         return self

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from experiments.appending import AppendFile
 
 TRANSCRIPTS_FILE = "transcripts.jsonl"
 
@@ -78,21 +78,13 @@ class TranscriptWriter:
     def __init__(self, path: Path):
         self.path = Path(path)
         repair(self.path)
-        self._lock = threading.Lock()
-        self._handle = self.path.open("a", encoding="utf-8")
+        self._file = AppendFile(self.path)
 
     def write(self, transcript: dict[str, Any]) -> None:
-        line = encode(transcript) + "\n"
-        with self._lock:
-            self._handle.write(line)
-            self._handle.flush()
+        self._file.append(encode(transcript) + "\n")
 
     def close(self) -> None:
-        with self._lock:
-            if not self._handle.closed:
-                self._handle.flush()
-                os.fsync(self._handle.fileno())
-                self._handle.close()
+        self._file.close()
 
 
 def repair(path: Path) -> int:
