@@ -19,7 +19,7 @@ sys.path.insert(0, str(REPO))
 
 from gradio_client import Client  # noqa: E402
 
-from tests.webapp import serve_subprocess  # noqa: E402
+from tests.webapp import mixed_message, serve_subprocess  # noqa: E402
 
 SESSIONS = 20
 TURNS = 10
@@ -27,17 +27,6 @@ SLOW_SESSIONS = 10
 SLOW = "Solve x^13 - x - 1 = 0"  # sympy works on it until the math time limit
 QUICK = "What is 2+2?"
 
-
-def message(session: int, turn: int) -> str:
-    """The soak test's mix: chained arithmetic, an integral with its plot, a lead, a question."""
-    kind = turn % 4
-    if kind == 0:
-        return f"Add {turn} and {session}, then give me the square of the result"
-    if kind == 1:
-        return f"Calculate the integral of x^2 from 0 to {turn % 5 + 1}"
-    if kind == 2:
-        return f"Please contact me at load{session}-{turn}@example.com about fleet pricing"
-    return "What are your opening hours?"
 
 
 def client(url: str) -> Client:
@@ -63,7 +52,7 @@ def run_sessions(url: str, count: int, base: int) -> tuple[list[float], float, l
         export = None
         try:
             for turn in range(TURNS):
-                seconds, export = send(sessions[number], message(base + number, turn))
+                seconds, export = send(sessions[number], mixed_message(base + number, turn, "load"))
                 latencies.append(seconds)
         except Exception as exc:  # noqa: BLE001 - counted as an error and reported
             errors.append(f"session {number}: {type(exc).__name__}: {exc}"[:300])

@@ -24,24 +24,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
-from gradio_client import Client  # noqa: E402
+from app_load import client, p95  # noqa: E402
 
 from tests.postgres import start_cluster  # noqa: E402
-from tests.webapp import serve_subprocess  # noqa: E402
+from tests.webapp import mixed_message, serve_subprocess  # noqa: E402
 
 SESSIONS = 20
 TURNS = 10
-
-
-def message(session: int, turn: int) -> str:
-    kind = turn % 4
-    if kind == 0:
-        return f"Add {turn} and {session}, then give me the square of the result"
-    if kind == 1:
-        return f"Calculate the integral of x^2 from 0 to {turn % 5 + 1}"
-    if kind == 2:
-        return f"Please contact me at load{session}-{turn}@example.com about fleet pricing"
-    return "What are your opening hours?"
 
 
 def machine_cpu() -> tuple[float, float]:
@@ -62,9 +51,7 @@ def run_sessions(urls: list[str], sessions: int, turns: int, base: int
     """`sessions` clients, spread round-robin over `urls`, each sending `turns` messages at
     once: (latencies, wall seconds, errors, (share of the machine's cores busy, share of them
     used by this process's clients))."""
-    # Plain HTTP on loopback: without ssl_verify=False each request loads the CA bundle.
-    clients = [Client(urls[n % len(urls)], verbose=False, download_files=False,
-                      ssl_verify=False) for n in range(sessions)]
+    clients = [client(urls[n % len(urls)]) for n in range(sessions)]
     latencies: list[float] = []
     errors: list[str] = []
     start = threading.Barrier(sessions + 1)
@@ -75,8 +62,9 @@ def run_sessions(urls: list[str], sessions: int, turns: int, base: int
         for turn in range(turns):
             began = time.perf_counter()
             try:
-                outputs = clients[number].predict(message(base + number, turn), "friendly",
-                                                  "offline", "", 0.0, api_name="/send")
+                text = mixed_message(base + number, turn, "load")
+                outputs = clients[number].predict(text, "friendly", "offline", "", 0.0,
+                                                  api_name="/send")
             except Exception as exc:  # noqa: BLE001 - counted as an error and reported
                 errors.append(f"session {number}: {type(exc).__name__}: {exc}"[:300])
                 return
@@ -96,10 +84,6 @@ def run_sessions(urls: list[str], sessions: int, turns: int, base: int
     (busy1, total1), own1 = machine_cpu(), own_cpu()
     shares = ((busy1 - busy0) / (total1 - total0), (own1 - own0) / (total1 - total0))
     return latencies, time.perf_counter() - began, errors, shares
-
-
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20)[-1] if len(values) > 1 else values[0]
 
 
 def start_replicas(stack: ExitStack, tmp: Path, url: str) -> list[str]:

@@ -11,23 +11,13 @@ import psutil
 import pytest
 from gradio_client import Client
 
-from tests.webapp import REPO, serve_subprocess
+from tests.webapp import REPO, mixed_message, serve_subprocess
 from treadwise.storage.sqlite import Store
 
 SESSIONS = 8
 TURNS = 50
 WARM_UP = 5
 
-
-def message(session: int, turn: int) -> str:
-    kind = turn % 4
-    if kind == 0:
-        return f"Add {turn} and {session}, then give me the square of the result"
-    if kind == 1:
-        return f"Calculate the integral of x^2 from 0 to {turn % 5 + 1}"
-    if kind == 2:
-        return f"Please contact me at soak{session}-{turn}@example.com about fleet pricing"
-    return "What are your opening hours?"
 
 
 def check(turn: dict, text: str, session: int, number: int) -> None:
@@ -62,10 +52,11 @@ def test_eight_sessions_fifty_turns_each(data_dir: Path):
             client = Client(app.url, verbose=False, download_files=False, ssl_verify=False)
             try:
                 for turn in range(TURNS):
-                    outputs = client.predict(message(number, turn), "friendly", "offline", "",
-                                             0.0, api_name="/send")
+                    text = mixed_message(number, turn, "soak")
+                    outputs = client.predict(text, "friendly", "offline", "", 0.0,
+                                             api_name="/send")
                     exported = httpx.get(outputs[-1]["value"]["url"], timeout=60).json()
-                    check(exported["turns"][-1], message(number, turn), number, turn)
+                    check(exported["turns"][-1], text, number, turn)
                     if turn == WARM_UP - 1:
                         warmed.wait(timeout=600)
             except Exception as exc:  # noqa: BLE001 - collected and reported below

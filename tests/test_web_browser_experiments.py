@@ -9,16 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.webapp import REPO, serve_in_process
+from tests.test_web_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT
+from tests.webapp import serve_in_process
 from treadwise.settings import Settings
 
 pytestmark = pytest.mark.browser
 playwright_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
-OUTPUT = REPO / "test-output"
 TIMEOUT_MS = 120_000
 HOSTILE = "<img src=x onerror=\"window.__xss=1\">"
 

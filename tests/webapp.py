@@ -119,3 +119,16 @@ def chat_text(messages: list[dict[str, Any]], role: str = "assistant") -> str:
             if item.get("type") == "text":
                 parts.append(item["text"])
     return "\n".join(parts)
+
+
+def mixed_message(session: int, turn: int, tag: str) -> str:
+    """The load runs' mix, turn by turn: chained arithmetic (the answer is (turn + session)²),
+    an integral with its plot, a lead at an address unique to the turn, a business question."""
+    kind = turn % 4
+    if kind == 0:
+        return f"Add {turn} and {session}, then give me the square of the result"
+    if kind == 1:
+        return f"Calculate the integral of x^2 from 0 to {turn % 5 + 1}"
+    if kind == 2:
+        return f"Please contact me at {tag}{session}-{turn}@example.com about fleet pricing"
+    return "What are your opening hours?"
