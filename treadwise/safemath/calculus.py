@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import mpmath
 import sympy as sp
@@ -175,7 +174,7 @@ def plot_area(expression: str, lower: object, upper: object, variable: str = "x"
         render_area(function, figure, out_path)
     except MathInputError as exc:
         raise MathInputError(f"{exc}; without a plot: {statement}") from None
-    text = f"Saved the area plot as {Path(out_path).name}. {statement}"
+    text = statement  # the image is the artifact: its file name means nothing to a reader
     if len(label) > 1:
         text += f". The plot is labelled \"{'; '.join(label)}\""
     return text, out_path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -208,9 +207,6 @@ class MathToolbox:
         text, artifact = self._run(config, "plot_area", expression=expression, lower=lower,
                                    upper=upper, variable=variable, out_path=str(path))
         self.context.plots.keep(artifact)
-        # Replies quote this text; the image travels as the artifact, its file name means
-        # nothing to a reader.
-        text = re.sub(rf"[^.]*{re.escape(path.name)}[^.]*\.\s*", "", text)
         return f"{PLOT_NOTE} {text}", artifact
 
     def run_program(self, program: str, *, config: RunnableConfig) -> str:
