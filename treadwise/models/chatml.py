@@ -163,13 +163,10 @@ class ParsedCall:
 
 
 def _loads(text: str) -> Any:
-    """Strict JSON first, then LangChain's lenient reader (the same one streamed calls use)."""
+    """LangChain's lenient JSON reader, the one streamed calls use (whole JSON parses as is)."""
     from langchain_core.utils.json import parse_partial_json
 
-    try:
-        return json.loads(text)
-    except ValueError:
-        return parse_partial_json(text)
+    return parse_partial_json(text)
 
 
 def _call_from(obj: Any, raw: str) -> ParsedCall | None:

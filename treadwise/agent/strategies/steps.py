@@ -57,11 +57,6 @@ def question(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return window(messages[: turn_start(messages) + 1])
 
 
-def question_text(messages: Sequence[AnyMessage]) -> str:
-    start = turn_start(messages)
-    return messages[start].text if start >= 0 else ""
-
-
 def tool_step(parts: Parts, state: AgentState, context: TurnContext, prompt: list[AnyMessage],
               *, final: bool, stage: str, tag: dict[str, Any] | None = None
               ) -> tuple[Outcome, dict[str, Any], AIMessage]:

@@ -62,6 +62,7 @@ STOPWORDS = {
           "carro para com não nao bom dia",
     "it": "ciao grazie quanto costa gomme pneumatici sono della per macchina buongiorno vorrei",
 }
+_STOPWORD_SETS = {code: frozenset(vocab.split()) for code, vocab in STOPWORDS.items()}
 ENGLISH = set("the is a what how do you i my for and of to in your tires tire much can are "
               "have it this that me we our with on at be".split())
 
@@ -284,8 +285,7 @@ def detect_language(text: str) -> str | None:
     if not words:
         return None
     english = sum(w in ENGLISH for w in words)
-    scores = {code: sum(w in set(vocab.split()) for w in words)
-              for code, vocab in STOPWORDS.items()}
+    scores = {code: len(words & vocab) for code, vocab in _STOPWORD_SETS.items()}
     code, score = max(scores.items(), key=lambda item: item[1])
     if "\u00bf" in text or "\u00a1" in text:
         return "es"
