@@ -85,7 +85,7 @@ def _typed(df: Any) -> Any:
         df["strategy"] = "react"
     df["strategy"] = df["strategy"].replace("", "react")
     df["status"] = _status(df)
-    df["model_label"] = df["model_spec"].map(model_label)
+    df["model_label"] = df["model_spec"].map({s: model_label(s) for s in df["model_spec"].unique()})
     df["judged"] = df["status"] != "error"
     df["latency_per_call_s"] = df["latency_s"] / df["model_calls"].where(df["model_calls"] > 0)
     return df.drop_duplicates("case_key", keep="last").reset_index(drop=True)

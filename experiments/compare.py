@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis import cell_name, load_results, outcomes
+from experiments.analysis import cell_name, load_results, mcnemar_pair, outcomes
 from experiments.report import pct, table
 from experiments.stats import ALPHA, holm, mcnemar_exact, paired_difference
 
@@ -37,14 +37,13 @@ def _verdict(row: Any) -> str:
 
 def _compare(a: dict[Any, bool], b: dict[Any, bool]) -> dict[str, Any]:
     pairs = sorted(set(a) & set(b))
-    a_only = sum(1 for p in pairs if a[p] and not b[p])
-    b_only = sum(1 for p in pairs if b[p] and not a[p])
+    test = mcnemar_pair(a, b)
     estimate = paired_difference([(float(a[p]), float(b[p])) for p in pairs],
                                  [p[0] for p in pairs])
     return {"pairs": len(pairs), "rate_a": sum(a[p] for p in pairs) / len(pairs),
             "rate_b": sum(b[p] for p in pairs) / len(pairs), "diff": estimate.value,
-            "ci_low": estimate.low, "ci_high": estimate.high, "a_only": a_only,
-            "b_only": b_only, "p_value": mcnemar_exact(a_only, b_only)}
+            "ci_low": estimate.low, "ci_high": estimate.high, "a_only": test["first_only"],
+            "b_only": test["second_only"], "p_value": test["p_value"]}
 
 
 def _names(*frames: Any) -> dict[str, str]:

@@ -111,7 +111,8 @@ class Tally:
 
     def start(self, plan: Any) -> None:
         """Count what an earlier attempt finished (retried errors count once, when redone)."""
-        kept = {k: s for k, s in plan.finished.items() if k not in {c.key for c in plan.todo}}
+        todo = {c.key for c in plan.todo}
+        kept = {k: s for k, s in plan.finished.items() if k not in todo}
         self.counts.update(kept.values())
         self.total = len(kept) + len(plan.todo)
         self.report("starting")

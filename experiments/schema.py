@@ -83,19 +83,6 @@ class GridFile(Strict):
 
     _unique = field_validator("personas", "models", "temperatures", "strategies")(_unique)
 
-    @field_validator("temperatures", mode="before")
-    @classmethod
-    def _whole_numbers_are_temperatures(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [float(v) if isinstance(v, int) and not isinstance(v, bool) else v
-                    for v in value]
-        return value
-
-    @field_validator("timeout_s", "max_retry_wait_s", mode="before")
-    @classmethod
-    def _floats(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
     @field_validator("scenarios", mode="before")
     @classmethod
     def _file_alone(cls, value: Any) -> Any:
@@ -105,14 +92,6 @@ class GridFile(Strict):
     @classmethod
     def _empty(cls, value: Any, info: Any) -> Any:
         return ([] if info.field_name == "exclude" else {}) if value is None else value
-
-    @field_validator("rate_limits", mode="before")
-    @classmethod
-    def _rates(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: float(v) if isinstance(v, int) and not isinstance(v, bool) else v
-                    for k, v in value.items()}
-        return value
 
 
 class ScenarioEntry(Strict):
