@@ -145,13 +145,13 @@ def _creation_meta(grid: Any) -> dict[str, Any]:
             "package_version": treadwise.__version__, "git_commit": git_commit()}
 
 
-def create(pool: Any, run_id: str, grid: Any) -> bool:
-    """Store a new run with every case of its grid; False when the run exists already (two
-    workers creating it at once: one does, the other waits for it and finds it)."""
+def create(pool: Any, run_id: str, grid: Any, mine: dict[str, Any] | None = None) -> bool:
+    """Store a new run with every case of its grid (`mine` is its definition); False when the
+    run exists already (two workers creating it at once: one does, the other waits for it and
+    finds it)."""
     from psycopg.types.json import Jsonb
 
-    mine = definition(grid)
-    cases = grid.cases()
+    mine = definition(grid) if mine is None else mine
     with pool.connection() as conn, conn.transaction():
         made = conn.execute(
             "INSERT INTO sweep_runs (run_id, grid_name, definition, grid_yaml, scenarios_yaml,"
@@ -162,6 +162,7 @@ def create(pool: Any, run_id: str, grid: Any) -> bool:
              "meta": Jsonb(_creation_meta(grid)), **_texts(grid)}).fetchone()
         if made is None:
             return False
+        cases = grid.cases()
         conn.execute(
             "INSERT INTO sweep_cases (run_id, case_key, position, model, strategy)"
             " SELECT %(run)s, key, position, model, strategy FROM unnest(%(keys)s::text[],"
@@ -183,13 +184,14 @@ def stored(pool: Any, run_id: str) -> dict[str, Any] | None:
 def create_or_join(pool: Any, run_id: str, grid: Any | None) -> tuple[dict[str, Any], bool]:
     """The run (created from `grid` when it does not exist yet) and whether this call made it;
     a grid that means something else than the run's is an error naming what differs."""
-    created = grid is not None and create(pool, run_id, grid)
+    mine = definition(grid) if grid is not None else None
+    created = mine is not None and create(pool, run_id, grid, mine)
     run = stored(pool, run_id)
     if run is None:
         raise SharedRunError(f"no shared run {run_id!r} in the database: start it with "
                              f"python -m experiments run --grid GRID --workers-join {run_id}")
     if grid is not None and not created:
-        if diff := differences(run["definition"], definition(grid)):
+        if diff := differences(run["definition"], mine):
             raise SharedRunError(
                 f"{grid.path} differs from the grid of shared run {run_id!r}: "
                 f"{'; '.join(diff)}. Join without --grid to run the run's own grid, or name "
