@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-RETRIED = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+from treadwise.models.retries import RETRY_STATUSES
 
 
 @dataclass
@@ -52,7 +52,7 @@ def start_tally() -> RequestTally:
 
 
 def _failed(response: httpx.Response | None) -> bool:
-    return response is None or response.status_code in RETRIED
+    return response is None or response.status_code in RETRY_STATUSES
 
 
 class CountingTransport(httpx.BaseTransport):
