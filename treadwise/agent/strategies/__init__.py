@@ -85,7 +85,7 @@ def get_strategy(name: str) -> Strategy:
     """The strategy registered under `name`; importing its module registers it."""
     name = (name or DEFAULT_STRATEGY).strip()
     if name not in STRATEGIES:
-        target = available_strategies().get(name)
+        target = BUILTIN_STRATEGIES.get(name) or available_strategies().get(name)
         if target is None:
             raise ValueError(f"unknown strategy {name!r}; choose one of "
                              f"{', '.join(strategy_names())}")
