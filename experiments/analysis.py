@@ -304,9 +304,3 @@ def persona_style(df: Any) -> Any:
                          "ci_high": estimate.high, "kruskal_p": p_value})
     return pd.DataFrame(rows, columns=["measure", "column", "persona", "n", "mean", "ci_low",
                                        "ci_high", "kruskal_p"])
-
-
-def errors_by_type(df: Any) -> Any:
-    """Errored cases by error type and model."""
-    errors = df[~df["judged"]]
-    return errors.groupby(["error_type", "model_label"]).size().rename("cases").reset_index()
