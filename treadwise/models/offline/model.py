@@ -106,13 +106,12 @@ class OfflineModel(BaseChatModel):
 
     def _reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
         tools, choice = kwargs.get("tools") or [], kwargs.get("tool_choice")
-        persona = self.persona(kwargs.get("persona"))
         if stage := kwargs.get("stage"):
             # The one hook for reasoning strategies: their stage prompts are answered there.
             from treadwise.models.offline.stages import respond
 
             return respond(self, stage, messages, tools, choice)
-        return self.respond_turn(messages, tools, choice, persona)
+        return self.respond_turn(messages, tools, choice, self.persona(kwargs.get("persona")))
 
     def respond_turn(self, messages: list[BaseMessage], tools: list[dict], tool_choice: str | None,
                  persona: Persona | None = None) -> AIMessage:
