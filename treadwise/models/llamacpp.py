@@ -20,6 +20,8 @@ DEFAULT_N_CTX = 8192
 MIN_REPLY_TOKENS = 32
 # One system block per persona and tool setting stays ready: three personas, with and without tools.
 SAVED_PREFIXES = 6
+# Tokenized prompt blocks kept per engine (a few hundred kB at most).
+BLOCK_CACHE = 512
 
 _engines: dict[tuple[str, int], LlamaEngine] = {}
 _engines_lock = threading.Lock()
@@ -105,20 +107,22 @@ class LlamaEngine:
         self._live: list[tuple[int, ...]] = []
         # System blocks already evaluated, as llama.cpp sequence states (about 25 kB a token).
         self._saved: dict[tuple[int, ...], tuple[Any, int]] = {}
-        self._heads: dict[str, list[int]] = {}
+        self._blocks: dict[str, tuple[int, ...]] = {}
         self._stops = {self.llm.token_eos(), *self.tokens("<|im_end|><|im_start|><|endoftext|>")}
 
     def tokens(self, text: str) -> list[int]:
         """The model's own tokenization (special tokens such as <|im_start|> included)."""
         return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
-    def _head_tokens(self, text: str) -> list[int]:
-        # System blocks repeat on every call of a persona: tokenize each once.
-        if text not in self._heads:
-            if len(self._heads) >= 16:
-                self._heads.clear()
-            self._heads[text] = self.tokens(text)
-        return self._heads[text]
+    def block_tokens(self, text: str) -> tuple[int, ...]:
+        """tokens() of a prompt block, remembered: the system block, its paragraphs and the
+        conversation so far come back on every call of a turn and of a thread."""
+        found = self._blocks.get(text)
+        if found is None:
+            if len(self._blocks) >= BLOCK_CACHE:
+                self._blocks.clear()
+            found = self._blocks[text] = tuple(self.tokens(text))
+        return found
 
     def count(self, text: str) -> int:
         return len(self.tokens(text))
@@ -129,8 +133,7 @@ class LlamaEngine:
         """Yield the reply to the prompt ``blocks`` piece by piece (the first block is the
         system block); ``stats`` holds the counts when it ends."""
         deadline = time.monotonic() + timeout_s
-        tokens = [tuple(self._head_tokens(blocks[0]))] + [tuple(self.tokens(b))
-                                                           for b in blocks[1:]]
+        tokens = [self.block_tokens(b) for b in blocks]
         stats.prompt_tokens = sum(map(len, tokens))
         room = self.n_ctx - stats.prompt_tokens
         if room < MIN_REPLY_TOKENS:

@@ -115,10 +115,10 @@ class LocalChatModel(BaseChatModel):
         rest = [m for m in messages if not isinstance(m, SystemMessage)]
         starts = [i for i, m in enumerate(rest) if isinstance(m, HumanMessage)]
         budget = self.n_ctx - min(self.max_tokens, self.n_ctx // 4) - MIN_REPLY_TOKENS
-        used = eng.count(head)
+        used = len(eng.block_tokens(head))
         for start in [0, *starts[1:]]:
             body = chatml.conversation(rest[start:])
-            if used + eng.count("".join(body)) <= budget:
+            if used + sum(len(eng.block_tokens(b)) for b in body) <= budget:
                 return [head, *body]
         return [head, *chatml.conversation(rest[starts[-1]:] if starts else rest)]
 
@@ -177,7 +177,7 @@ _EXAMPLES = lru_cache(maxsize=1)(chatml.examples)
 
 @lru_cache(maxsize=32)
 def _fitted(eng: LlamaEngine, system: str, budget: int) -> str:
-    return chatml.fit_paragraphs(system, budget, eng.count)
+    return chatml.fit_paragraphs(system, budget, lambda text: len(eng.block_tokens(text)))
 
 
 def _until_stop(pieces: Iterable[str], stop: Sequence[str] | None) -> Iterator[str]:
