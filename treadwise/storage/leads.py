@@ -108,6 +108,29 @@ def same_message_key(message: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class Correction:
+    """What correcting a stored request's address does: move the lead to the new address,
+    drop it (the new address already holds the request), or neither; `result` None means
+    no lead holds the request yet and it is added anew."""
+
+    move: int | None
+    drop: int | None
+    result: LeadResult | None
+
+
+def correction(old: int | None, taken: int | None) -> Correction:
+    """The correction given the ids of the lead at the old address and at the new one."""
+    if old is not None and old == taken:
+        return Correction(None, None, LeadResult(stored=False, duplicate=True, id=old))
+    if old is not None and taken is None:
+        return Correction(old, None, LeadResult(stored=True, duplicate=False, id=old))
+    if taken is not None:
+        return Correction(None, old, LeadResult(stored=old is not None, duplicate=old is None,
+                                                id=taken))
+    return Correction(None, None, None)
+
+
 class ReadsRows:
     """The reading half every store shares, over its own `_rows(sql)` and `_count(table)`."""
 

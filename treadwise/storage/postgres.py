@@ -21,6 +21,7 @@ from treadwise.storage.leads import (
     LeadResult,
     ReadsRows,
     StoreUnavailable,
+    correction,
     validate_lead,
     validate_question,
 )
@@ -172,17 +173,13 @@ class PostgresStore(ReadsRows):
         with self._transaction() as conn:
             old = conn.execute(find, (old_key, message_key)).fetchone()
             taken = conn.execute(find, (email_key, message_key)).fetchone()
-            if old is not None and taken is not None and old["id"] == taken["id"]:
-                return LeadResult(stored=False, duplicate=True, id=old["id"])  # no change
-            if old is not None and taken is None:
+            fix = correction(old and old["id"], taken and taken["id"])
+            if fix.move is not None:
                 conn.execute("UPDATE leads SET email = %s, email_key = %s, name = %s"
-                             " WHERE id = %s", (lead.email, email_key, lead.name, old["id"]))
-                return LeadResult(stored=True, duplicate=False, id=old["id"])
-            if old is not None:
-                conn.execute("DELETE FROM leads WHERE id = %s", (old["id"],))
-        if taken is not None:
-            return LeadResult(stored=old is not None, duplicate=old is None, id=taken["id"])
-        return self.add_lead(lead.email, lead.name, lead.message)
+                             " WHERE id = %s", (lead.email, email_key, lead.name, fix.move))
+            if fix.drop is not None:
+                conn.execute("DELETE FROM leads WHERE id = %s", (fix.drop,))
+        return fix.result or self.add_lead(lead.email, lead.name, lead.message)
 
     def add_feedback(self, question: str) -> int:
         """Store an unanswered question for staff to follow up; returns its id."""

@@ -14,6 +14,7 @@ from treadwise.storage.leads import (
     LeadResult,
     ReadsRows,
     StoreUnavailable,
+    correction,
     validate_email,
     validate_lead,
     validate_question,
@@ -125,18 +126,13 @@ class Store(ReadsRows):
         with self._connect(write=True) as db:
             old = db.execute(find, (old_email.strip().casefold(), message_key)).fetchone()
             taken = db.execute(find, (email_key, message_key)).fetchone()
-            if old is not None and taken is not None and old[0] == taken[0]:
-                return LeadResult(stored=False, duplicate=True, id=old[0])  # no change
-            if old is not None and taken is None:
+            fix = correction(old and old[0], taken and taken[0])
+            if fix.move is not None:
                 db.execute("UPDATE leads SET email = ?, email_key = ?, name = ? WHERE id = ?",
-                           (lead.email, email_key, lead.name, old[0]))
-                return LeadResult(stored=True, duplicate=False, id=old[0])
-            if old is not None:
-                # The corrected address already holds this request: keep one, drop the old.
-                db.execute("DELETE FROM leads WHERE id = ?", (old[0],))
-        if taken is not None:
-            return LeadResult(stored=old is not None, duplicate=old is None, id=taken[0])
-        return self.add_lead(lead.email, lead.name, lead.message)
+                           (lead.email, email_key, lead.name, fix.move))
+            if fix.drop is not None:
+                db.execute("DELETE FROM leads WHERE id = ?", (fix.drop,))
+        return fix.result or self.add_lead(lead.email, lead.name, lead.message)
 
     def add_feedback(self, question: str) -> int:
         """Store an unanswered question for staff to follow up; returns its id."""
