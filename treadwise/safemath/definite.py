@@ -120,16 +120,12 @@ def _numeric_integral(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> Outco
         function = compile_numeric(f, x, "mpmath")
     except MathInputError as exc:
         return Outcome("unknown", note=f"no closed form was found, and {exc}")
-    poles = _poles(f, x, a, b)
-    lo, hi = (a, b) if bool(a <= b) else (b, a)
-    inner = [p for p in poles if bool(lo < p) and bool(p < hi)]
+    inner = _inner_poles(f, x, a, b)  # in order from a to b
 
     def estimate() -> tuple[object, object]:
         with mpmath.workdps(20):
             points = [mpmath.mpf(p.evalf(25)) if p.is_finite else _mp_inf(p)
                       for p in [a, *inner, b]]
-            if not bool(a <= b):
-                points = [points[0], *reversed(points[1:-1]), points[-1]]
             return mpmath.quad(function, points, error=True, maxdegree=8)
 
     try:
