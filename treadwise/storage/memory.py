@@ -12,6 +12,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from treadwise.storage.sqlite import retry_locked
+
 MEMORY_FILE = "memory.db"
 STORAGE_ERRORS = (sqlite3.OperationalError, sqlite3.DatabaseError, OSError)
 log = logging.getLogger(__name__)
@@ -88,7 +90,7 @@ def open_checkpointer(data_dir: Path, database_url: str | None = None) -> Resili
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(data_dir / MEMORY_FILE, check_same_thread=False, timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
+        retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
         # WAL with NORMAL sync cannot corrupt and survives a crashed process; only a power cut
         # may lose the last turns. A full sync per write held the saver's one lock for an fsync
         # and made concurrent sessions queue on the disk (leads keep full sync).

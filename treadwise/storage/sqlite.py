@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from treadwise.storage.leads import (
     InvalidLead,
@@ -21,6 +24,8 @@ from treadwise.storage.leads import (
 )
 
 __all__ = ["InvalidLead", "LeadResult", "Store", "StoreUnavailable", "validate_email"]
+
+T = TypeVar("T")
 
 DB_NAME = "leads.db"
 BUSY_TIMEOUT_S = 30.0  # a busy writer waits rather than losing a lead on a loaded machine
@@ -62,6 +67,20 @@ def _unavailable(exc: BaseException, data_dir: Path) -> StoreUnavailable:
     return StoreUnavailable(reason)
 
 
+def retry_locked(action: Callable[[], T], wait_s: float = BUSY_TIMEOUT_S) -> T:
+    """Run `action` again while SQLite says "database is locked". Processes that open a new
+    file together race for the lock that switching it to WAL takes, and SQLite answers that
+    race at once instead of through its busy handler, so the loser waits a moment and retries."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() > deadline:
+                raise
+        time.sleep(random.uniform(0.005, 0.05))
+
+
 class Store(ReadsRows):
     """Leads and feedback in `data_dir/leads.db`; every call opens, commits and closes."""
 
@@ -92,13 +111,17 @@ class Store(ReadsRows):
 
     def _create(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        retry_locked(self._create_once)
+        self._ready = True
+
+    def _create_once(self) -> None:
         with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S,
                                      isolation_level=None)) as db:
             db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             # WAL lets readers run beside the single writer; the setting persists in the file.
-            db.execute("PRAGMA journal_mode = WAL")
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
             db.executescript(_SCHEMA)
-        self._ready = True
 
     def add_lead(self, email: str, name: str, message: str) -> LeadResult:
         """Store a customer's interest once per (e-mail, message); InvalidLead says why not."""
