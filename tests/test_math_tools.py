@@ -210,6 +210,22 @@ def test_plot_area_saves_a_png_artifact_under_the_data_dir(tools: dict[str, Base
     assert plot(tools, "x^2", "0", "3").artifact != message.artifact
 
 
+def test_a_plot_is_drawn_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # tight_layout leaves a placeholder layout engine behind, and savefig then draws the whole
+    # figure a second time as a dry run: a third of the plot's CPU for pixels nobody sees.
+    from matplotlib.figure import Figure
+
+    from treadwise.safemath.calculus import plot_area
+
+    draws: list[Figure] = []
+    draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: draws.append(self) or draw(
+        self, renderer))
+    plot_area("x^2", 0, 3, out_path=str(tmp_path / "area.png"))
+    assert len(draws) == 1
+    assert imread(tmp_path / "area.png").shape[:2] == (495, 770)
+
+
 @pytest.mark.parametrize(("expression", "lower", "upper", "says"), [
     ("1/x", "-1", "1", "diverges (the function blows up at x = 0)"),
     ("log(x)", "0", "1", "∫₀¹ ln(x) dx = -1"),

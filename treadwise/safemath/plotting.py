@@ -75,6 +75,9 @@ def render_area(function: Numeric, plot: AreaPlot, target: str | IO[bytes]) -> N
     axes.grid(True, alpha=0.35)
     axes.legend(loc="upper right", fontsize=9)
     figure.tight_layout()
+    # tight_layout leaves a placeholder engine behind, which makes savefig draw everything
+    # twice (a dry run first); the layout is already final, so drop it: same pixels, one draw.
+    figure.set_layout_engine(None)
     figure.savefig(target, format="png")
 
 
