@@ -14,11 +14,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from tests.fakes import ScriptedModel
 from treadwise.agent.prompts import build_system_prompt
 from treadwise.agent.state import TurnContext
 from treadwise.agent.strategies.react import build_graph
 from treadwise.personas import get_persona
+from treadwise.testing.fakes import ScriptedModel
 
 TURNS = 100
 ROUNDS = 11

@@ -7,9 +7,9 @@ import threading
 import pytest
 from langchain_core.messages import AIMessage
 
-from tests.fakes import ScriptedModel
 from tests.test_graph import call, make_agent
 from treadwise.agent import Agent, TextDelta, ToolStarted, TurnFinished
+from treadwise.testing.fakes import ScriptedModel
 
 
 def timeout(messages, kwargs) -> AIMessage:

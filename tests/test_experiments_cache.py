@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from experiments.cache import cache_path, request_key
 from experiments.results import RESULTS_FILE, read_rows
-from tests.loopback import OpenAIServer, tool_then_answer
 from tests.test_experiments_runner import HOURS, cli, openai_env, sweep, write_grid
+from treadwise.testing.loopback import OpenAIServer, tool_then_answer
 
 
 def test_adding_a_factor_pays_only_for_the_new_cases(tmp_path, monkeypatch):

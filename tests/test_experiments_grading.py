@@ -10,9 +10,9 @@ from experiments.grading import parse_verdict, style
 from experiments.report import write_report
 from experiments.results import RESULTS_FILE, read_rows
 from experiments.scenarios import DEFAULT_SCENARIOS
-from tests.loopback import OpenAIServer, Reply
 from tests.test_experiments_runner import HOURS, openai_env, sweep, write_grid
 from treadwise.personas import get_persona
+from treadwise.testing.loopback import OpenAIServer, Reply
 
 
 def test_style_counts_hedges_questions_numbers_and_units():

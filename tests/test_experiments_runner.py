@@ -20,7 +20,7 @@ from experiments.results import RESULTS_FILE, read_rows
 from experiments.runner import Progress, SweepError, run_sweep
 from experiments.runs import read_meta
 from experiments.scenarios import DEFAULT_SCENARIOS, load_scenarios
-from tests.loopback import OpenAIServer, Reply, scripted, tool_then_answer
+from treadwise.testing.loopback import OpenAIServer, Reply, scripted, tool_then_answer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 HOURS = {"id": "hours", "category": "information query", "turns": ["What are your opening hours?"],
@@ -490,8 +490,8 @@ def test_worker_processes_share_the_cases_and_a_dead_one_costs_only_its_cases(tm
     from langchain_core.messages import AIMessage
 
     from experiments import workers
-    from tests.fakes import ScriptedModel
     from treadwise.models import registry
+    from treadwise.testing.fakes import ScriptedModel
 
     parent, said = os.getpid(), []
 

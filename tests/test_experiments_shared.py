@@ -20,8 +20,8 @@ from experiments.report import write_report
 from experiments.results import RESULTS_FILE, read_rows
 from experiments.shared import SharedRunError, connect, create, join_sweep
 from experiments.sink import CaseRecord
-from tests.loopback import OpenAIServer, Reply, tool_then_answer
 from tests.test_experiments_runner import HOURS, cli, write_grid
+from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
 
 REPORT_TABLES = ("summary.csv", "effects.csv", "pairwise.csv", "style.csv")
 

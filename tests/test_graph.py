@@ -5,9 +5,9 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import ToolException, tool
 
-from tests.fakes import ScriptedModel
 from treadwise.agent import Agent, TextDelta, ToolFinished, ToolStarted, TurnFinished
 from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.testing.fakes import ScriptedModel
 
 
 @tool

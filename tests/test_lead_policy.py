@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from tests.fakes import ScriptedModel
 from treadwise.agent import Agent
 from treadwise.emails import find_emails
 from treadwise.settings import Settings
 from treadwise.storage.sqlite import Store
+from treadwise.testing.fakes import ScriptedModel
 
 
 def obedient(messages, kwargs) -> AIMessage:

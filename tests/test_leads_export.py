@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from treadwise.storage.export import export_leads, neutralise_cell
+from treadwise.storage.lead_export import export_leads, neutralise_cell
 from treadwise.storage.sqlite import Store
 
 HOSTILE_NAME = '=HYPERLINK("http://evil","x")'

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
-from tests.fakes import ScriptedModel
 from treadwise.agent import Agent
 from treadwise.safemath import MathBusyError, MathEngine, MathError
 from treadwise.safemath.admission import Admission
 from treadwise.settings import Settings
+from treadwise.testing.fakes import ScriptedModel
 from treadwise.tools import ToolContext, get_tools
 
 # sympy searches for this antiderivative until the job's time is up, however long that is.

@@ -15,8 +15,8 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 from matplotlib.image import imread
 
-from tests.math_problems import PROBLEMS, Problem
 from treadwise.safemath import MathEngine
+from treadwise.testing.math_problems import PROBLEMS, Problem
 from treadwise.tools import ToolContext
 from treadwise.tools.math import math_tools
 

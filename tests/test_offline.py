@@ -11,13 +11,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from treadwise.agent import Agent
 from treadwise.models import display_name, resolve_model
-from treadwise.models.offline import dialogue
-from treadwise.models.offline.dialogue import DialogueState, exact_result
-from treadwise.models.offline.mathwords import Arithmetic, Unclear, read_arithmetic
-from treadwise.models.offline.model import OfflineModel
-from treadwise.models.offline.policy import decide
-from treadwise.models.offline.understanding import understand
+from treadwise.models.offline import OfflineModel
 from treadwise.personas import load_personas
+from treadwise.rules import dialogue
+from treadwise.rules.dialogue import DialogueState, exact_result
+from treadwise.rules.mathwords import Arithmetic, Unclear, read_arithmetic
+from treadwise.rules.next_step import decide
+from treadwise.rules.understanding import understand
 from treadwise.settings import Settings
 from treadwise.storage.sqlite import Store
 

@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from tests.loopback import GeminiServer, OpenAIServer, Reply, scripted, tool_then_answer
 from treadwise.agent import Agent, TextDelta, TurnFinished
 from treadwise.errors import ModelConfigError
 from treadwise.models import available_specs, parse_spec, resolve_model
 from treadwise.models.local import bundled_specs
 from treadwise.models.registry import build_passthrough
 from treadwise.settings import Settings
+from treadwise.testing.loopback import GeminiServer, OpenAIServer, Reply, scripted, tool_then_answer
 
 HOURS = tool_then_answer("get_business_info", {"topic": "hours"})
 

@@ -13,12 +13,12 @@ import pytest
 import yaml
 from langchain_core.messages import AIMessage, ToolMessage
 
-from tests.fakes import ScriptedModel
-from tests.loopback import GeminiServer, OpenAIServer, Reply, scripted, tool_then_answer
 from treadwise.agent import Agent
 from treadwise.profile import BUSINESS_PROFILE_PATH
 from treadwise.settings import Settings
 from treadwise.storage.sqlite import Store
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.testing.loopback import GeminiServer, OpenAIServer, Reply, scripted, tool_then_answer
 from treadwise.tools import ToolContext, get_tools
 
 TIMEOUT_S = 2.0

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from gradio_client import Client
 
-from tests.webapp import RunningApp, chat_text, serve_subprocess
+from treadwise.testing.webapp import RunningApp, chat_text, serve_subprocess
 
 WAIT_S = 90
 pytestmark = pytest.mark.slow
@@ -111,7 +111,7 @@ def test_the_same_lead_sent_to_both_replicas_at_once_is_stored_once(replicas, da
 def page() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
-    from tests.test_web_browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+    from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -7,7 +7,7 @@ import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.notation import normalize
 from treadwise.safemath.parser import parse, parse_equation
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from tests.loopback import OpenAIServer, Reply, _last_message, tool_then_answer
-from tests.webapp import REPO, serve_subprocess
+from treadwise.testing.loopback import OpenAIServer, Reply, _last_message, tool_then_answer
+from treadwise.testing.webapp import REPO, serve_subprocess
 
 OPENAI_KEY = "sk-planted-leakcheck-0123456789ABCDEF"
 GOOGLE_KEY = "AIzaPlantedLeakcheck0123456789abcdefXYZ"
@@ -120,12 +120,12 @@ def echoing_model(key: str):
 def test_a_typed_key_is_redacted_before_any_store_or_export(monkeypatch, data_dir, tmp_path):
     import sqlite3
 
-    from tests.fakes import ScriptedModel
     from treadwise.agent import Agent
     from treadwise.settings import Settings
-    from treadwise.storage.export import export_leads
+    from treadwise.storage.lead_export import export_leads
     from treadwise.storage.sqlite import Store
-    from treadwise.web.export import export_files
+    from treadwise.testing.fakes import ScriptedModel
+    from treadwise.web.chat_export import export_files
     from treadwise.web.session import ChatSession, Turn
 
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)

@@ -11,8 +11,8 @@ import psutil
 import pytest
 from gradio_client import Client
 
-from tests.webapp import REPO, mixed_message, serve_subprocess
 from treadwise.storage.sqlite import Store
+from treadwise.testing.webapp import REPO, mixed_message, serve_subprocess
 
 SESSIONS = 8
 TURNS = 50

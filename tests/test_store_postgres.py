@@ -16,8 +16,6 @@ import psycopg
 import pytest
 from langchain_core.tools import ToolException
 
-from tests.postgres import PASSWORD
-from tests.webapp import free_port
 from treadwise.agent import Agent
 from treadwise.errors import redact
 from treadwise.settings import Settings
@@ -27,6 +25,8 @@ from treadwise.storage.memory import open_checkpointer
 from treadwise.storage.migrations import MIGRATIONS, migrate
 from treadwise.storage.plots import SharedPlots
 from treadwise.storage.postgres import PostgresStore, close_pools, connection_kwargs
+from treadwise.testing.postgres import PASSWORD
+from treadwise.testing.webapp import free_port
 from treadwise.tools import ToolContext
 from treadwise.tools.business import business_tools
 

@@ -13,10 +13,10 @@ from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.tools import tool
 
 from tests.conftest import REPO
-from tests.fakes import ScriptedModel
 from treadwise.agent import Agent, StageFinished, TextDelta
 from treadwise.agent.strategies import get_strategy, strategy_names
 from treadwise.settings import Settings
+from treadwise.testing.fakes import ScriptedModel
 
 STAGES = {"Stage: plan.": "plan", "Stage: act.": "act", "Stage: validate.": "validate",
           "Stage: write.": "write", "Stage: think.": "think",
@@ -264,7 +264,7 @@ def test_self_consistency_from_the_command_line(data_dir):
 def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
     from gradio_client import Client
 
-    from tests.webapp import chat_text, serve_in_process
+    from treadwise.testing.webapp import chat_text, serve_in_process
 
     settings = Settings(data_dir=data_dir)
     with serve_in_process(settings) as url:
@@ -325,7 +325,7 @@ def test_the_offline_model_runs_a_strategy_deterministically(data_dir):
 
 
 def test_a_hosted_model_never_receives_the_stage_keyword(data_dir, monkeypatch):
-    from tests.loopback import OpenAIServer, Reply, scripted
+    from treadwise.testing.loopback import OpenAIServer, Reply, scripted
 
     with OpenAIServer(scripted(Reply(text="VERDICT: OK. Final answer: 81"))) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")

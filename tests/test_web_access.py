@@ -16,10 +16,10 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 from langchain_core.messages import AIMessage
 
-from tests.fakes import ScriptedModel
-from tests.webapp import chat_text, serve_in_process
 from treadwise.agent import Agent
 from treadwise.settings import Settings
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.testing.webapp import chat_text, serve_in_process
 from treadwise.web.access import ADMIN_ONLY, RateLimiter
 from treadwise.web.app import banner, launch_kwargs
 

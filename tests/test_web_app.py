@@ -12,12 +12,12 @@ import pytest
 from gradio_client import Client
 from langchain_core.messages import AIMessage
 
-from tests.fakes import ScriptedModel
-from tests.webapp import REPO, chat_text, serve_in_process, use_scripted
 from treadwise.agent import Agent
 from treadwise.models import label
 from treadwise.models.local import bundled_specs
 from treadwise.settings import Settings
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.testing.webapp import REPO, chat_text, serve_in_process, use_scripted
 from treadwise.web.app import create_app, launch_kwargs
 
 OFFLINE = ("offline (rule-based, not an LLM)", "offline")

@@ -10,19 +10,16 @@ import pytest
 import yaml
 from langchain_core.messages import AIMessage
 
-from tests.fakes import ScriptedModel
-from tests.webapp import REPO, serve_in_process, serve_subprocess, use_scripted
 from treadwise.agent import Agent
 from treadwise.settings import Settings
+from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.testing.webapp import REPO, serve_in_process, serve_subprocess, use_scripted
 
 pytestmark = pytest.mark.browser
 playwright_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
 OUTPUT = REPO / "test-output"
-TIMEOUT_MS = 90_000
 LOOPBACK = {"127.0.0.1", "localhost"}
 HOSTILE = ('Here you go <img src=x onerror="window.__xss=1"> '
            "<script>window.__xss=2</script>\n\n"

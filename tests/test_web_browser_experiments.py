@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_web_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT
-from tests.webapp import serve_in_process
+from tests.test_web_browser import OUTPUT
 from treadwise.settings import Settings
+from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS
+from treadwise.testing.webapp import serve_in_process
 
 pytestmark = pytest.mark.browser
 playwright_api = pytest.importorskip("playwright.sync_api")

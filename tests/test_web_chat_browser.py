@@ -19,12 +19,12 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
-from tests.fakes import ScriptedModel
-from tests.loopback import OpenAIServer, Reply, scripted
-from tests.test_web_browser import CHROMIUM, CHROMIUM_ARGS
-from tests.webapp import serve_in_process
 from treadwise.agent import Agent
 from treadwise.settings import Settings
+from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.testing.loopback import OpenAIServer, Reply, scripted
+from treadwise.testing.webapp import serve_in_process
 from treadwise.tools import ToolContext, get_tools
 
 pytestmark = pytest.mark.browser

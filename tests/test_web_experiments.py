@@ -9,8 +9,8 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from tests.webapp import serve_in_process
 from treadwise.settings import Settings
+from treadwise.testing.webapp import serve_in_process
 from treadwise.web.experiments_tab import run_dir
 from treadwise.web.files import PNG_MAGIC
 

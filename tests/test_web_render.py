@@ -8,7 +8,7 @@ from pathlib import Path
 
 from treadwise.agent import ToolStep, TurnResult
 from treadwise.errors import FriendlyError
-from treadwise.web.export import conversation_json, conversation_markdown
+from treadwise.web.chat_export import conversation_json, conversation_markdown
 from treadwise.web.files import PNG_MAGIC, publish_png
 from treadwise.web.render import code_block, render, safe_markdown
 from treadwise.web.session import ChatSession, Turn

@@ -7,11 +7,11 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import ToolException
 
-from tests.fakes import ScriptedModel
-from tests.loopback import Reply, TavilyServer, scripted
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.storage.sqlite import Store
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.testing.loopback import Reply, TavilyServer, scripted
 from treadwise.tools import ToolContext, available_toolsets, get_tools
 from treadwise.tools.web import OFF_NOTE, UNTRUSTED, status_note
 

@@ -12,10 +12,10 @@ from gradio_client import Client
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from tests.fakes import ScriptedModel
-from tests.webapp import chat_text, serve_in_process, use_scripted
 from treadwise.agent import Agent
 from treadwise.settings import Settings
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.testing.webapp import chat_text, serve_in_process, use_scripted
 from treadwise.tools import ToolContext, get_tools
 
 WAIT_S = 60

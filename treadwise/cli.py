@@ -83,7 +83,7 @@ def _chat(args: argparse.Namespace) -> int:
 def _leads(args: argparse.Namespace) -> int:
     from treadwise.settings import Settings
     from treadwise.storage import open_store
-    from treadwise.storage.export import export_leads
+    from treadwise.storage.lead_export import export_leads
     from treadwise.storage.leads import StoreUnavailable
 
     settings = Settings.from_env()

@@ -78,7 +78,7 @@ def estimate_usage(messages: Sequence[AnyMessage], index: int,
     characters a token, the prompt being the persona's system prompt and every message
     before the reply."""
     from treadwise.agent.prompts import build_system_prompt
-    from treadwise.models.offline.model import estimate_tokens
+    from treadwise.models.offline import estimate_tokens
 
     system = estimate_tokens(build_system_prompt(persona)) if persona is not None else 0
     prompt = system + sum(estimate_tokens(m.text) for m in messages[:index])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
-from treadwise.safemath.errors import (
+from treadwise.safemath.math_errors import (
     MathBusyError,
     MathError,
     MathInputError,

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from treadwise.safemath.errors import MathBusyError, MathWorkerError
+from treadwise.safemath.math_errors import MathBusyError, MathWorkerError
 
 # Cheap operations: they may use the slots slow jobs must leave free, so a 2+2 never waits
 # behind a crowd of equation solves.

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import sympy as sp
 
 from treadwise.safemath.display import show, show_expr
-from treadwise.safemath.errors import MathInputError
 from treadwise.safemath.jobs import operation, quietly
+from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.numbers import echo, number_text, operand
 from treadwise.safemath.parser import parse
 from treadwise.safemath.sizes import check_size, checked_power

@@ -16,8 +16,8 @@ from treadwise.safemath.display import (
     subscript,
     superscript,
 )
-from treadwise.safemath.errors import MathInputError
 from treadwise.safemath.jobs import operation, quietly
+from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.numbers import as_text, to_float
 from treadwise.safemath.numeric import compile_numeric
 from treadwise.safemath.parser import parse, parse_variable

@@ -11,8 +11,8 @@ import sympy as sp
 from sympy.calculus.singularities import singularities
 
 from treadwise.safemath.display import show_expr
-from treadwise.safemath.errors import MathInputError
 from treadwise.safemath.jobs import attempt, quietly
+from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.numeric import compile_numeric
 
 

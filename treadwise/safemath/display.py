@@ -9,7 +9,7 @@ import mpmath
 import sympy as sp
 from sympy.printing.str import StrPrinter
 
-from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.math_errors import MathInputError
 
 MAX_SHOWN_CHARS = 2000
 MAX_SHOWN_DIGITS = 60

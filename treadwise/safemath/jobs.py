@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.math_errors import MathInputError
 
 OPERATIONS: dict[str, Callable[..., object]] = {}
 # The modules whose @operation functions make up the engine, by family.

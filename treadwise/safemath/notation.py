@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.math_errors import MathInputError
 
 MAX_CHARS = 2000
 MAX_TOKENS = 600

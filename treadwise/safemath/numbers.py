@@ -9,7 +9,7 @@ from fractions import Fraction
 import sympy as sp
 
 from treadwise.safemath.display import digits, show_expr, terminating_decimal
-from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.notation import clean
 from treadwise.safemath.parser import MAX_LITERAL_DIGITS, parse
 

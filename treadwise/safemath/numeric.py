@@ -10,7 +10,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.math_errors import MathInputError
 
 Backend = Literal["numpy", "mpmath"]
 Numeric = Callable[[object], object]

@@ -7,7 +7,7 @@ import math
 import re
 from typing import TYPE_CHECKING
 
-from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.notation import ALLOWED, VARIABLES, clean, normalize
 from treadwise.safemath.sizes import check_size, checked_power, log10_abs, too_large
 

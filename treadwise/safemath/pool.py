@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from treadwise.safemath.admission import DEFAULT_QUEUE_S, Admission
-from treadwise.safemath.errors import (
+from treadwise.safemath.math_errors import (
     MathError,
     MathInputError,
     MathTimeoutError,

@@ -8,8 +8,8 @@ import re
 from typing import TYPE_CHECKING
 
 from treadwise.safemath.display import show
-from treadwise.safemath.errors import MathInputError
 from treadwise.safemath.jobs import operation
+from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.notation import CONSTANTS, FUNCTIONS, MAX_CHARS
 from treadwise.safemath.parser import _Builder, _check_shape
 

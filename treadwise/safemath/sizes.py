@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from treadwise.safemath.errors import MathInputError
+from treadwise.safemath.math_errors import MathInputError
 
 if TYPE_CHECKING:
     import sympy

@@ -10,8 +10,8 @@ import sympy as sp
 from sympy.calculus.util import continuous_domain
 
 from treadwise.safemath.display import format_decimal, show, show_expr
-from treadwise.safemath.errors import MathInputError
 from treadwise.safemath.jobs import operation, quietly
+from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.notation import clean
 from treadwise.safemath.numbers import as_text, echo, sign, to_float
 from treadwise.safemath.numeric import compile_numeric

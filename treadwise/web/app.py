@@ -60,7 +60,7 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
     """Options for `Blocks.launch`: local only, no share link, no error details, nothing
     from the data dir or a .env served."""
     from treadwise.web.files import blocked_paths
-    from treadwise.web.style import CSS, theme
+    from treadwise.web.theme import CSS, theme
 
     options: dict[str, Any] = {
         "server_name": settings.host,

@@ -19,7 +19,7 @@ from treadwise.storage.plots import SharedPlots
 from treadwise.tools.web import status_note as web_status_note
 from treadwise.web.access import Access
 from treadwise.web.browser import BUSY_JS, COUNT_FROM, COUNTER_JS
-from treadwise.web.export import export_files
+from treadwise.web.chat_export import export_files
 from treadwise.web.files import publish_png
 from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.session import ChatSession, Turn, new_session

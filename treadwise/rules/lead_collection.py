@@ -6,9 +6,9 @@ import re
 
 from treadwise import profile
 from treadwise.emails import IN_TEXT_RE
-from treadwise.models.offline.dialogue import DialogueState
-from treadwise.models.offline.plan import Call, Plan, ask
-from treadwise.models.offline.understanding import NAME_RE, Reading
+from treadwise.rules.dialogue import DialogueState
+from treadwise.rules.plan import Call, Plan, ask
+from treadwise.rules.understanding import NAME_RE, Reading
 
 LEAD_TOOL = "record_customer_interest"
 # The slots a reply can fill with an address or a yes.

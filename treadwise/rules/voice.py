@@ -10,8 +10,8 @@ from fractions import Fraction
 
 from langchain_core.messages import ToolMessage
 
-from treadwise.models.offline.plan import Plan
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
+from treadwise.rules.plan import Plan
 
 # Each reply kind: the voice parts around the body, in order; the first part of a tuple that
 # the persona has is used. Kinds not listed get no opener or closer.

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from treadwise import profile
 from treadwise.emails import IN_TEXT_RE, find_emails
-from treadwise.models.offline.mathwords import strip_padding
+from treadwise.rules.mathwords import strip_padding
 
 GREETING = (r"(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|day)|sup"
             r"|what'?s up|morning|evening|hey hey)(?: (?:there|team|treadwise|folks|all"

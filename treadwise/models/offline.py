@@ -17,12 +17,12 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from treadwise.conversation import current_turn
-from treadwise.models.offline import dialogue
-from treadwise.models.offline.mathwords import needs_previous, with_previous
-from treadwise.models.offline.plan import Call, Plan
-from treadwise.models.offline.policy import read_turn
-from treadwise.models.offline.voice import Voice
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
+from treadwise.rules import dialogue
+from treadwise.rules.mathwords import needs_previous, with_previous
+from treadwise.rules.next_step import read_turn
+from treadwise.rules.plan import Call, Plan
+from treadwise.rules.voice import Voice
 
 
 def estimate_tokens(text: str) -> int:
@@ -108,7 +108,7 @@ class OfflineModel(BaseChatModel):
         tools, choice = kwargs.get("tools") or [], kwargs.get("tool_choice")
         if stage := kwargs.get("stage"):
             # The one hook for reasoning strategies: their stage prompts are answered there.
-            from treadwise.models.offline.stages import respond
+            from treadwise.rules.stages import respond
 
             return respond(self, stage, messages, tools, choice)
         return self.respond_turn(messages, tools, choice, self.persona(kwargs.get("persona")))
@@ -175,3 +175,8 @@ def _resolve(step: list[Call], results: list[ToolMessage]) -> list[Call] | None:
 
 
 __all__ = ["OfflineModel", "Plan", "estimate_tokens"]
+
+
+def build(model: str, temperature: float, settings: Any, env: Any, seed: int | None) -> Any:
+    """The registry's entry for the spec `offline`."""
+    return OfflineModel(temperature=temperature, seed=seed)

@@ -9,19 +9,19 @@ from langchain_core.messages import BaseMessage
 
 from treadwise import profile
 from treadwise.conversation import turn_start
-from treadwise.models.offline import dialogue
-from treadwise.models.offline.calculus import BOUNDS_RE, Earlier, read_calculus
-from treadwise.models.offline.dialogue import DialogueState
-from treadwise.models.offline.leads import plan_contact
-from treadwise.models.offline.mathwords import (
+from treadwise.rules import dialogue
+from treadwise.rules.calculus_words import BOUNDS_RE, Earlier, read_calculus
+from treadwise.rules.dialogue import DialogueState
+from treadwise.rules.lead_collection import plan_contact
+from treadwise.rules.mathwords import (
     Arithmetic,
     Unclear,
     arithmetic_call,
     read_arithmetic,
     substitute,
 )
-from treadwise.models.offline.plan import PREVIOUS, Call, Plan, ask, single
-from treadwise.models.offline.understanding import Reading, bare_place, understand
+from treadwise.rules.plan import PREVIOUS, Call, Plan, ask, single
+from treadwise.rules.understanding import Reading, bare_place, understand
 
 ARITHMETIC_METHOD = "exact arithmetic (fractions stay fractions), in the usual order of operations"
 # Words that may stand before "tires" in "do you sell ... tires?" without naming a product

@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from treadwise.models.offline.mathwords import strip_padding
-from treadwise.models.offline.plan import Call, Plan
+from treadwise.rules.mathwords import strip_padding
+from treadwise.rules.plan import Call, Plan
 
 CALCULUS_RE = re.compile(
     r"integra|antiderivative|area under|\u222b|derivative|differentiat|d/d[a-z]|\bsolve|equation"

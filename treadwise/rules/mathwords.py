@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from treadwise.models.offline.dialogue import plain_number
-from treadwise.models.offline.plan import PREVIOUS, Call
+from treadwise.rules.dialogue import plain_number
+from treadwise.rules.plan import PREVIOUS, Call
 
 UNITS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "

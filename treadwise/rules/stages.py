@@ -13,9 +13,9 @@ from typing import Any, Protocol
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from treadwise.conversation import current_turn, stage_of
-from treadwise.models.offline.dialogue import exact_result
-from treadwise.models.offline.plan import PREVIOUS, Call, Plan
-from treadwise.models.offline.policy import read_turn
+from treadwise.rules.dialogue import exact_result
+from treadwise.rules.next_step import read_turn
+from treadwise.rules.plan import PREVIOUS, Call, Plan
 
 
 class Answerer(Protocol):

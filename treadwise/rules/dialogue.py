@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from treadwise.models.offline.plan import Plan
+from treadwise.rules.plan import Plan
 
 # The key under AIMessage.additional_kwargs; checkpointers keep it with the thread, and the
 # hosted providers' clients ignore it if the conversation switches model.

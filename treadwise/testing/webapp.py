@@ -17,7 +17,7 @@ import pytest
 
 from treadwise.settings import Settings
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

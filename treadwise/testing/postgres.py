@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.webapp import free_port
+from treadwise.testing.webapp import free_port
 
 USER = "treadwise"
 PASSWORD = "tw-test-secret-4821"  # a real password, so tests can check it is never shown

@@ -1,0 +1,1 @@
+"""Test doubles and loopback servers shared by the tests, the benchmarks and the screenshots."""
