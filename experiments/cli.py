@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from experiments.runner import run_sweep
+    from experiments.run.runner import run_sweep
 
     if args.resume is not None and args.grid is not None:
         print("note: --resume uses the grid saved in the run folder; --grid is ignored",
@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
                "report": not args.no_report, "retry_errors": args.retry_errors,
                "cache": args.cache}
     if args.workers_join is not None:
-        from experiments.shared import join_sweep
+        from experiments.run.shared import join_sweep
 
         run_dir = join_sweep(args.workers_join, args.grid, **options)
     else:
@@ -110,12 +110,12 @@ def _run(args: argparse.Namespace) -> int:
 def _shared(run: Path) -> Any:
     """The database pool when `run` names a shared run rather than a run folder here (a folder
     holding results.csv always wins), else None."""
-    from experiments.results import RESULTS_FILE
+    from experiments.store.results_file import RESULTS_FILE
     from treadwise.settings import Settings
 
     if (run / RESULTS_FILE).exists() or not Settings.from_env().database_url:
         return None
-    from experiments.shared import connect, database_errors, database_url, run_meta
+    from experiments.store.database import connect, database_errors, database_url, run_meta
 
     with database_errors():
         pool = connect(database_url())
@@ -128,10 +128,11 @@ def _folder(run: Path, out: Path) -> Path:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from experiments.report import write_report
+    from experiments.analyse.report import write_report
 
     if (pool := _shared(args.run_dir)) is not None:
-        from experiments.shared import database_errors, report_run
+        from experiments.run.shared import report_run
+        from experiments.store.database import database_errors
 
         with database_errors():
             print(report_run(pool, args.run_dir.name, _folder(args.run_dir, args.out),
@@ -142,7 +143,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from experiments.shared import check_name, connect, database_errors, database_url, export_run
+    from experiments.store.database import (
+        check_name,
+        connect,
+        database_errors,
+        database_url,
+        export_run,
+    )
 
     with database_errors():
         print(export_run(connect(database_url()), check_name(args.run), args.out))
@@ -153,7 +160,7 @@ def _exported(run: Path) -> Path:
     """A run folder to read: the folder itself, or a shared run exported first."""
     if (pool := _shared(run)) is None:
         return run
-    from experiments.shared import database_errors, export_run
+    from experiments.store.database import database_errors, export_run
 
     with database_errors():
         return export_run(pool, run.name, _folder(run, Path("results")).parent)
@@ -164,7 +171,7 @@ def _shared_runs() -> list[Any]:
 
     if not Settings.from_env().database_url:
         return []
-    from experiments.shared import connect, database_errors, database_url, list_shared
+    from experiments.store.database import connect, database_errors, database_url, list_shared
 
     try:
         with database_errors():
@@ -175,7 +182,7 @@ def _shared_runs() -> list[Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from experiments.runs import list_runs
+    from experiments.store.folder import list_runs
 
     runs = sorted([*list_runs(args.out), *_shared_runs()],
                   key=lambda r: (r.created, r.id), reverse=True)
@@ -189,11 +196,12 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     import json
 
-    from experiments.transcripts import find_transcript, render
+    from experiments.analyse.transcript_text import render
+    from experiments.store.transcripts_file import find_transcript
 
     if (pool := _shared(args.run_dir)) is not None:
-        from experiments.shared import database_errors
-        from experiments.shared import find_transcript as find_shared
+        from experiments.store.database import database_errors
+        from experiments.store.database import find_transcript as find_shared
 
         with database_errors():
             transcript = find_shared(pool, args.run_dir.name, args.case)
@@ -204,7 +212,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from experiments.compare import compare_runs
+    from experiments.analyse.compare import compare_runs
 
     result = compare_runs(_exported(args.run_a), _exported(args.run_b), args.out)
     print(result.report.read_text(encoding="utf-8").split("\n\n|", 1)[0].strip())

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.grid import DEFAULT_GRID, GRIDS_DIR, GridError, load_grid
-from experiments.scenarios import DEFAULT_SCENARIOS, ScenarioError, load_scenarios
+from experiments.define.grid import DEFAULT_GRID, GRIDS_DIR, GridError, load_grid
+from experiments.define.scenarios import DEFAULT_SCENARIOS, ScenarioError, load_scenarios
 
 CATEGORIES = {"information query", "tire recommendation", "service inquiry", "lead collection",
               "unknown question"}

@@ -14,12 +14,13 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from experiments.claims import SharedRun
-from experiments.grid import load_grid
-from experiments.report import write_report
-from experiments.results import RESULTS_FILE, read_rows
-from experiments.shared import SharedRunError, connect, create, join_sweep
-from experiments.sink import CaseRecord
+from experiments.analyse.report import write_report
+from experiments.define.grid import load_grid
+from experiments.run.shared import join_sweep
+from experiments.store.claims import SharedRun
+from experiments.store.database import SharedRunError, connect, create
+from experiments.store.record import CaseRecord
+from experiments.store.results_file import RESULTS_FILE, read_rows
 from tests.test_experiments_runner import HOURS, cli, write_grid
 from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
 

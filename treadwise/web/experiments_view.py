@@ -28,7 +28,7 @@ def _label(row: dict[str, str]) -> str:
 
 def case_index(run_dir: Path) -> dict[str, dict[str, Any]]:
     """config hash -> {"label", "cases": {case key: (scenario, repeat, status)}} of a run."""
-    from experiments.results import RESULTS_FILE, read_rows, status_of
+    from experiments.store.results_file import RESULTS_FILE, read_rows, status_of
 
     index: dict[str, dict[str, Any]] = {}
     for row in read_rows(run_dir / RESULTS_FILE):

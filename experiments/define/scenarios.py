@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.checks import CheckError, check_ids, validate
-from experiments.schema import ScenarioFile, validate_file
+from experiments.define.checks import CheckError, check_ids, validate
+from experiments.define.schema import ScenarioFile, validate_file
 from treadwise.datafiles import read_yaml_mapping
 
-DEFAULT_SCENARIOS = Path(__file__).resolve().parent / "scenarios" / "default.yaml"
+DEFAULT_SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml"
 
 
 class ScenarioError(ValueError):

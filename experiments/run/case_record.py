@@ -5,14 +5,63 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from experiments.cache import CacheTally
-from experiments.checks import CheckResult
-from experiments.grading import Verdict, style
-from experiments.grid import Case
-from experiments.sink import CaseRecord
-from experiments.transcripts import conversation, turn_record
+from experiments.define.checks import CheckResult
+from experiments.define.grid import Case
+from experiments.run.grading import Verdict, style
+from experiments.run.response_cache import CacheTally
+from experiments.store.record import CaseRecord
 
 HARNESS_ERROR = "harness"
+
+
+def _ai(message: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"ai": message.text}
+    calls = [{"name": c.get("name"), "args": c.get("args")} for c in message.tool_calls]
+    calls += [{"name": c.get("name"), "unreadable": c.get("args")}
+              for c in message.invalid_tool_calls]
+    if calls:
+        entry["calls"] = calls
+    if usage := message.usage_metadata:
+        entry["usage"] = [usage.get("input_tokens", 0), usage.get("output_tokens", 0)]
+    return entry
+
+
+def _tool(message: Any) -> dict[str, Any]:
+    outcome = "error" if message.status == "error" else "result"
+    entry = {"tool": message.name, outcome: message.text}
+    if (duration := message.response_metadata.get("duration_s")) is not None:
+        entry["s"] = round(float(duration), 4)
+    return entry
+
+
+def conversation(messages: list[Any]) -> list[list[dict[str, Any]]]:
+    """The thread's messages split per user turn (what followed each user message)."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    turns: list[list[dict[str, Any]]] = []
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            turns.append([])
+        elif turns and isinstance(message, AIMessage):
+            turns[-1].append(_ai(message))
+        elif turns and isinstance(message, ToolMessage):
+            turns[-1].append(_tool(message))
+    return turns
+
+
+def turn_record(user: str, result: Any, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """One user turn: the message, what the model and tools did, the answer and its costs."""
+    calls = result.calls
+    record: dict[str, Any] = {
+        "user": user, "answer": result.answer, "latency_s": result.latency_s,
+        "model_calls": result.llm_calls, "usage": result.usage,
+        "http_attempts": calls.http_attempts, "retry_wait_s": calls.retry_wait_s,
+        "ttft_s": calls.ttft_s, "messages": messages}
+    if calls.usage_missing:
+        record["usage_estimated"] = True
+    if result.error is not None:
+        record["error"] = result.error.to_dict()
+    return record
 
 
 def status(talk: Any, checks: list[CheckResult]) -> str:

@@ -9,7 +9,7 @@ from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.checks import NUMBER_RE
+from experiments.define.checks import NUMBER_RE
 
 HEDGES = ("might", "may", "perhaps", "possibly", "probably", "likely", "could", "seems",
           "appears", "generally", "typically", "usually", "approximately", "roughly",
@@ -79,7 +79,7 @@ class Judge:
     def _ask(self, prompt: str) -> tuple[str, int]:
         from langchain_core.messages import HumanMessage, SystemMessage
 
-        from experiments.cache import start_tally
+        from experiments.run.response_cache import start_tally
 
         tally = start_tally()
         reply = self.model.invoke([SystemMessage(JUDGE_SYSTEM), HumanMessage(prompt)])

@@ -12,8 +12,15 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from experiments.results import COLUMNS, RESULTS_FILE, cell_text, complete_text
-from experiments.stats import ALPHA, cluster_bootstrap, holm, kruskal, mcnemar_exact, percentile
+from experiments.analyse.stats import (
+    ALPHA,
+    cluster_bootstrap,
+    holm,
+    kruskal,
+    mcnemar_exact,
+    percentile,
+)
+from experiments.store.results_file import COLUMNS, RESULTS_FILE, cell_text, complete_text
 
 CELL = ["persona", "model_spec", "temperature", "variation", "strategy"]
 FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",

@@ -11,15 +11,15 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from experiments.cache import ResponseCache
-from experiments.cache import start_tally as start_cache_tally
-from experiments.checks import CheckResult, Outcome, evaluate
-from experiments.grading import Judge, Verdict
-from experiments.grid import Case, Cell, Grid
-from experiments.prices import Prices
-from experiments.records import HARNESS_ERROR, case_record
-from experiments.schema import DEFAULT_STRATEGY
-from experiments.sink import CaseRecord
+from experiments.define.checks import CheckResult, Outcome, evaluate
+from experiments.define.grid import Case, Cell, Grid
+from experiments.define.prices import Prices
+from experiments.define.schema import DEFAULT_STRATEGY
+from experiments.run.case_record import HARNESS_ERROR, case_record
+from experiments.run.grading import Judge, Verdict
+from experiments.run.response_cache import ResponseCache
+from experiments.run.response_cache import start_tally as start_cache_tally
+from experiments.store.record import CaseRecord
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.tools import ToolContext

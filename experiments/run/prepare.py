@@ -6,8 +6,10 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments.cache import ResponseCache, cache_path
-from experiments.cases import (
+from experiments.define.grid import Grid
+from experiments.define.prices import Prices, load_prices
+from experiments.define.schema import DEFAULT_STRATEGY
+from experiments.run.cases import (
     CaseRunner,
     ModelPool,
     RunContext,
@@ -15,10 +17,8 @@ from experiments.cases import (
     sweep_settings,
     tool_context,
 )
-from experiments.grading import Judge
-from experiments.grid import Grid
-from experiments.prices import Prices, load_prices
-from experiments.schema import DEFAULT_STRATEGY
+from experiments.run.grading import Judge
+from experiments.run.response_cache import ResponseCache, cache_path
 from treadwise.settings import Settings
 
 CASES_DIR = "cases"

@@ -6,8 +6,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from experiments.charts import HEATMAP, chart, colours, empty, levels, markers, note, t_label
-from experiments.stats import cluster_bootstrap, mean_interval
+from experiments.analyse.charts import (
+    HEATMAP,
+    chart,
+    colours,
+    empty,
+    levels,
+    markers,
+    note,
+    t_label,
+)
+from experiments.analyse.stats import cluster_bootstrap, mean_interval
 
 
 def _counts(group: Any) -> tuple[int, int, int]:

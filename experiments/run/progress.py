@@ -1,5 +1,5 @@
 """Sweep progress: the record callers receive after every case, tqdm's bar for a terminal, and
-the tally of finished cases against the grid's budget."""
+the tally of finished cases that feeds both and the budget."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
+
+from experiments.run.budget import Budget
 
 
 @dataclass(frozen=True)
@@ -68,36 +70,6 @@ class TerminalBar:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-
-
-def paid_calls(row: dict[str, Any]) -> int:
-    """A row's model calls that cost something (answers from the cache are free)."""
-    cached = int(float(row.get("cache_hits") or 0))
-    return max(0, int(float(row.get("model_calls") or 0)) - cached)
-
-
-@dataclass
-class Budget:
-    """Spending so far against the grid's limits; new cases start only while within them."""
-
-    max_calls: int | None = None
-    max_cost_usd: float | None = None
-    calls: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.calls += paid_calls(row)
-        cost = row.get("cost_usd")
-        if cost not in (None, ""):
-            self.cost_usd += float(cost)
-
-    def exceeded(self) -> str | None:
-        if self.max_calls is not None and self.calls >= self.max_calls:
-            return f"max_calls {self.max_calls} reached ({self.calls} model calls made)"
-        if self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd:
-            return (f"max_cost_usd {self.max_cost_usd:g} reached (estimated "
-                    f"${self.cost_usd:.4f} spent)")
-        return None
 
 
 @dataclass

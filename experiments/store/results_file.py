@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from experiments.appending import AppendFile
+from experiments.store.appending import AppendFile
 
 RESULTS_FILE = "results.csv"
 COLUMNS = (

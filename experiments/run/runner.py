@@ -6,23 +6,26 @@ import os
 import queue
 import shutil
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from experiments.cache import cache_path
-from experiments.grid import DEFAULT_GRID, Case, Grid, load_grid
-from experiments.prepare import CASES_DIR, Prepared, prepare, strategies_supported
-from experiments.prices import DEFAULT_PRICES, load_prices
-from experiments.progress import Budget, Progress, Tally, TerminalBar
-from experiments.records import HARNESS_ERROR
-from experiments.results import RESULTS_FILE, repair
-from experiments.runs import (
+from experiments.define.grid import DEFAULT_GRID, Case, Grid, load_grid
+from experiments.define.prices import DEFAULT_PRICES, load_prices
+from experiments.run.budget import Budget
+from experiments.run.case_record import HARNESS_ERROR
+from experiments.run.lanes import LOST, READY, Event, WorkerSpec, start_lanes
+from experiments.run.prepare import CASES_DIR, Prepared, prepare, strategies_supported
+from experiments.run.progress import Progress, Tally, TerminalBar
+from experiments.run.response_cache import cache_path
+from experiments.store.folder import (
     RunBusy,
+    RunFolder,
     git_commit,
     locked,
     new_run_id,
@@ -30,13 +33,40 @@ from experiments.runs import (
     update_meta,
     write_meta,
 )
-from experiments.sink import CaseQueue, CaseRecord, CaseSource, ResultsSink, RunFolder
-from experiments.workers import LOST, READY, Event, WorkerSpec, start_lanes
+from experiments.store.record import CaseRecord
+from experiments.store.results_file import RESULTS_FILE, repair
 
 __all__ = ["Progress", "SweepError", "plan_sweep", "run_sweep"]
 
 GRID_COPY, SCENARIOS_COPY, PRICES_COPY = "grid.yaml", "scenarios.yaml", "prices.yaml"
 __all__ += ["CASES_DIR", "strategies_supported"]
+
+
+class CaseSource(Protocol):
+    def claim(self) -> Case | None:
+        """The next case for this worker to run (no other worker gets it), or None."""
+
+
+class ResultsSink(Protocol):
+    def finished(self) -> dict[str, str]:
+        """case key -> status of every case already done."""
+
+    def write(self, record: CaseRecord) -> None:
+        """Keep a finished case; safe to call from several threads."""
+
+    def close(self) -> None: ...
+
+
+class CaseQueue:
+    """The cases of one process's plan, handed out in order."""
+
+    def __init__(self, cases: Iterable[Case]):
+        self._cases = iter(cases)
+        self._lock = threading.Lock()
+
+    def claim(self) -> Case | None:
+        with self._lock:
+            return next(self._cases, None)
 
 
 class SweepError(ValueError):
@@ -199,7 +229,7 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
     except RunBusy as exc:
         raise SweepError(str(exc)) from None
     if report:
-        from experiments.report import write_report
+        from experiments.analyse.report import write_report
 
         path = write_report(run_dir)
         echo(f"report: {path}")
@@ -315,10 +345,10 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
 
 def _lost_record(runner: Any, cases: dict[str, Case]) -> Callable[..., CaseRecord]:
     """An error record for a case a worker process took with it when it died."""
-    from experiments.cache import CacheTally
-    from experiments.cases import Conversation
-    from experiments.checks import CheckResult
-    from experiments.records import case_record
+    from experiments.define.checks import CheckResult
+    from experiments.run.case_record import case_record
+    from experiments.run.cases import Conversation
+    from experiments.run.response_cache import CacheTally
 
     def record(key: str, why: str = "the worker process running this case died") -> CaseRecord:
         return case_record(runner.context, cases[key], Conversation(harness_error=why),

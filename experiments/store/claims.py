@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from experiments.grid import Case
-from experiments.progress import Budget, paid_calls
-from experiments.sink import CaseRecord
-from experiments.transcripts import encode
+from experiments.define.grid import Case
+from experiments.run.budget import Budget, paid_calls
+from experiments.store.record import CaseRecord
+from experiments.store.transcripts_file import encode
 
 log = logging.getLogger(__name__)
 MAX_CLAIMS = 3  # a case whose workers died this many times is recorded as an error

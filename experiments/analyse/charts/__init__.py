@@ -18,8 +18,8 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
              "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HEATMAP = "cividis"
-MODULES = ("experiments.charts.outcomes", "experiments.charts.costs",
-           "experiments.charts.style")
+MODULES = ("experiments.analyse.charts.outcomes", "experiments.analyse.charts.costs",
+           "experiments.analyse.charts.style")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from treadwise.datafiles import read_yaml_mapping
 
-DEFAULT_PRICES = Path(__file__).resolve().parent / "prices.yaml"
+DEFAULT_PRICES = Path(__file__).resolve().parent.parent / "prices.yaml"
 PER_TOKENS = 1_000_000
 
 

@@ -14,12 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from experiments.results import RESULTS_FILE, read_rows
+from experiments.store.record import CaseRecord
+from experiments.store.results_file import RESULTS_FILE, ResultsWriter, latest_statuses, read_rows
+from experiments.store.transcripts_file import TRANSCRIPTS_FILE, TranscriptWriter
 
 META_FILE = "meta.json"
 REPORT_FILE = "report.md"
 LOCK_FILE = ".lock"
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -154,3 +156,41 @@ def list_runs(results_dir: Path) -> list[RunInfo]:
             grid=str(meta.get("grid_name", "")), status=run_status(meta),
         ))
     return sorted(runs, key=lambda r: (r.created, r.id), reverse=True)
+
+
+class RunFolder:
+    """results.csv (a row appended and flushed per case) beside transcripts.jsonl.
+
+    The transcript goes first: a kill between the two leaves a transcript without a row, so
+    the case runs again on resume and its later line wins, instead of a row nobody can read.
+    """
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self._transcripts: TranscriptWriter | None = None
+        self._rows: ResultsWriter | None = None
+
+    def finished(self) -> dict[str, str]:
+        return latest_statuses(self.run_dir / RESULTS_FILE)
+
+    def open(self) -> RunFolder:
+        self._transcripts = TranscriptWriter(self.run_dir / TRANSCRIPTS_FILE)
+        self._rows = ResultsWriter(self.run_dir / RESULTS_FILE)
+        return self
+
+    def write(self, record: CaseRecord) -> None:
+        if self._rows is None or self._transcripts is None:
+            raise RuntimeError("open the run folder before writing to it")
+        self._transcripts.write(record.transcript)
+        self._rows.write(record.row)
+
+    def close(self) -> None:
+        for writer in (self._transcripts, self._rows):
+            if writer is not None:
+                writer.close()
+
+    def __enter__(self) -> RunFolder:
+        return self.open()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis import (
+from experiments.analyse.stats import BOOTSTRAP, SEED
+from experiments.analyse.tables import (
     ReportError,
     check_failures,
     factor_effects,
@@ -20,9 +21,8 @@ from experiments.analysis import (
     summarise,
     top_group,
 )
-from experiments.results import RESULTS_FILE
-from experiments.runs import REPORT_FILE, read_meta, run_status
-from experiments.stats import BOOTSTRAP, SEED
+from experiments.store.folder import REPORT_FILE, read_meta, run_status
+from experiments.store.results_file import RESULTS_FILE
 
 __all__ = ["ReportError", "load_results", "model_label", "summarise", "write_report"]
 
@@ -283,7 +283,7 @@ def write_report(run_dir: Path, *, charts: bool = True, results: Any = None,
     `results` and `meta` (a shared run's, from the database) replace the folder's results.csv
     and meta.json; the report is written into `run_dir` all the same.
     """
-    from experiments.charts import write_charts
+    from experiments.analyse.charts import write_charts
 
     run_dir = Path(run_dir)
     df = load_results(run_dir) if results is None else results

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.analysis import cell_name, load_results, mcnemar_pair, outcomes
-from experiments.report import pct, table
-from experiments.stats import ALPHA, holm, mcnemar_exact, paired_difference
+from experiments.analyse.report import pct, table
+from experiments.analyse.stats import ALPHA, holm, mcnemar_exact, paired_difference
+from experiments.analyse.tables import cell_name, load_results, mcnemar_pair, outcomes
 
 REPORT, TABLE, CHART = "comparison.md", "comparison.csv", "comparison.png"
 
@@ -148,7 +148,7 @@ def _chart(result: Comparison, path: Path, name_a: str, name_b: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from experiments.charts import OKABE_ITO
+    from experiments.analyse.charts import OKABE_ITO
 
     frame = result.table
     fig, ax = plt.subplots(figsize=(9.0, max(2.6, 1.3 + 0.34 * len(frame))))

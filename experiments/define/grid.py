@@ -12,11 +12,11 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from experiments.scenarios import DEFAULT_SCENARIOS, Scenario, ScenarioError, load_scenarios
-from experiments.schema import DEFAULT_STRATEGY, GridFile, validate_file
+from experiments.define.scenarios import DEFAULT_SCENARIOS, Scenario, ScenarioError, load_scenarios
+from experiments.define.schema import DEFAULT_STRATEGY, GridFile, validate_file
 from treadwise.datafiles import read_yaml_mapping
 
-GRIDS_DIR = Path(__file__).resolve().parent / "grids"
+GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DEFAULT_GRID = GRIDS_DIR / "default.yaml"
 FACTORS = ("persona", "model", "temperature", "variation", "strategy")
 EXCLUDE_FIELDS = {*FACTORS, "scenario", "category"}
@@ -140,7 +140,7 @@ class Grid:
         return [c for c in cells if not any(_matches(rule, c, None) for rule in self.exclude)]
 
     def scenarios(self) -> list[Scenario]:
-        from experiments.scenarios import select
+        from experiments.define.scenarios import select
 
         try:
             every = load_scenarios(self.scenarios_file)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.grid import Case, load_grid
-from experiments.sink import CaseRecord
+from experiments.define.grid import Case, load_grid
+from experiments.store.record import CaseRecord
 
 log = logging.getLogger(__name__)
 READY, RECORD, LOST = "ready", "record", "lost"
@@ -71,7 +71,7 @@ class WorkerSpec:
 
 def _serve(spec: WorkerSpec, tasks: Any, results: Any) -> None:
     """The other process: build once, then run each case key it is sent until told to stop."""
-    from experiments.prepare import prepare
+    from experiments.run.prepare import prepare
 
     grid = load_grid(spec.grid_file, scenarios_file=spec.scenarios_file,
                      prices_file=spec.prices_file)

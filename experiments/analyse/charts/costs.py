@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from experiments.charts import chart, colours, empty, levels, markers, note, t_label
+from experiments.analyse.charts import chart, colours, empty, levels, markers, note, t_label
 
 CAP = 5
 

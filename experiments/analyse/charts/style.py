@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from experiments.analysis import persona_style
-from experiments.charts import chart, colours, empty
+from experiments.analyse.charts import chart, colours, empty
+from experiments.analyse.tables import persona_style
 
 
 @chart("persona_style.png", "Persona style: what each persona's answers contain",

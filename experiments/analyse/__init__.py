@@ -1,0 +1,1 @@
+"""Reading runs: statistics, the report and its charts, comparisons between runs."""

@@ -1,0 +1,1 @@
+"""Where runs are kept: one typed case record and one run store, a folder or a database."""
