@@ -22,6 +22,7 @@ from experiments.store.database import SharedRunError, connect, create
 from experiments.store.record import CaseRecord
 from experiments.store.results_file import RESULTS_FILE, read_rows
 from tests.test_experiments_runner import HOURS, cli, write_grid
+from tests.test_experiments_store import case_row
 from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
 
 REPORT_TABLES = ("summary.csv", "effects.csv", "pairwise.csv", "style.csv")
@@ -148,8 +149,7 @@ def test_three_workers_share_300_cases_and_one_killed_mid_case_costs_nothing(
 
 
 def _record(key: str, worker: str) -> CaseRecord:
-    return CaseRecord({"case_key": key, "status": "ok", "model_calls": 2, "cost_usd": 0.0,
-                       "answer": f"by {worker}"}, {"case_key": key, "by": worker})
+    return CaseRecord(case_row(key, answer=f"by {worker}"), {"case_key": key, "by": worker})
 
 
 def test_an_expired_claim_is_claimed_again_and_a_late_result_is_dropped(tmp_path,
@@ -212,8 +212,7 @@ def test_a_case_whose_workers_keep_dying_becomes_an_error_row(tmp_path, database
 
     def lost(key: str, why: str) -> CaseRecord:
         reasons.append(why)
-        return CaseRecord({"case_key": key, "status": "error", "model_calls": 0}, {
-            "case_key": key})
+        return CaseRecord(case_row(key, status="error", model_calls=0), {"case_key": key})
 
     with SharedRun(pool, "poison", claim_s=1) as run:
         assert run.bind([case], lost).claim() is None

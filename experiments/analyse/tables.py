@@ -6,7 +6,6 @@ say nothing about a configuration, so they are left out and counted beside the r
 
 from __future__ import annotations
 
-import io
 import math
 from itertools import combinations
 from pathlib import Path
@@ -20,16 +19,11 @@ from experiments.analyse.stats import (
     mcnemar_exact,
     percentile,
 )
-from experiments.store.results_file import COLUMNS, RESULTS_FILE, cell_text, complete_text
+from experiments.store.results_file import RESULTS_FILE
 
 CELL = ["persona", "model_spec", "temperature", "variation", "strategy"]
 FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
                   "variation": "variation", "strategy": "strategy"}
-NUMERIC = ("repeat", "temperature", "checks_passed", "checks_total", "latency_s", "model_calls",
-           "iterations", "tool_errors", "artifacts", "input_tokens", "output_tokens", "cost_usd",
-           "response_chars", "response_words", "http_attempts", "retry_wait_s", "ttft_s",
-           "cache_hits", "hedges", "questions", "numbers", "units", "judge_score")
-FLAGS = ("success", "stopped_by_cap", "usage_missing", "judge_cached")
 STYLE = {"response_words": "words", "hedges": "hedging words", "questions": "questions asked",
          "numbers": "numbers given", "units": "numbers with units"}
 
@@ -45,57 +39,37 @@ def model_label(spec: str) -> str:
     return label(spec or "offline")
 
 
-def _status(df: Any) -> Any:
-    """Rows written before the status column existed: an error type means error."""
-    import numpy as np
-
-    derived = np.where(df["error_type"] != "", "error",
-                       np.where(df["success"], "ok", "failed"))
-    if "status" not in df:
-        return derived
-    return df["status"].where(df["status"].isin(["ok", "failed", "error"]), derived)
-
-
 def load_results(run_dir: Path) -> Any:
-    """results.csv as a DataFrame with typed columns, the latest row of each case (a case
-    re-run with --retry-errors has several), a half-written last row ignored."""
-    import pandas as pd
+    """results.csv as a typed frame (one row per case, its latest) with the measures the
+    tables use; a half-written last row ignored."""
+    from experiments.store.results_file import read_frame
 
     path = Path(run_dir) / RESULTS_FILE
     if not path.exists():
         raise ReportError(f"{run_dir}: no {RESULTS_FILE} yet")
-    df = pd.read_csv(io.StringIO(complete_text(path)), dtype=str, keep_default_na=False)
+    df = read_frame(path)
     if df.empty:
         raise ReportError(f"{run_dir}: {RESULTS_FILE} has no finished cases yet")
-    return _typed(df)
+    return with_measures(df)
 
 
-def rows_frame(rows: list[dict[str, Any]], run: str) -> Any:
-    """Rows as the runner made them (a shared run's, from the database) typed exactly as
-    load_results types the same rows read back from results.csv."""
-    import pandas as pd
+def rows_frame(rows: list[Any], run: str) -> Any:
+    """Rows as the runner made them (a shared run's, from the database), typed as load_results
+    types the same rows read back from results.csv."""
+    from experiments.store.record import rows_frame as typed
 
     if not rows:
         raise ReportError(f"{run}: no finished cases yet")
-    return _typed(pd.DataFrame([{c: cell_text(row.get(c)) for c in COLUMNS} for row in rows],
-                               dtype=str))
+    return with_measures(typed(rows))
 
 
-def _typed(df: Any) -> Any:
-    import pandas as pd
-
-    for column in NUMERIC:
-        df[column] = pd.to_numeric(df[column], errors="coerce") if column in df else math.nan
-    for column in FLAGS:
-        df[column] = df[column].str.lower().eq("true") if column in df else False
-    if "strategy" not in df:
-        df["strategy"] = "react"
-    df["strategy"] = df["strategy"].replace("", "react")
-    df["status"] = _status(df)
+def with_measures(df: Any) -> Any:
+    """A typed frame of rows with what the tables read beside them: the model's label, whether
+    the case counts toward success (it did not error), latency per model call."""
     df["model_label"] = df["model_spec"].map({s: model_label(s) for s in df["model_spec"].unique()})
     df["judged"] = df["status"] != "error"
     df["latency_per_call_s"] = df["latency_s"] / df["model_calls"].where(df["model_calls"] > 0)
-    return df.drop_duplicates("case_key", keep="last").reset_index(drop=True)
+    return df
 
 
 def cell_name(row: Any) -> str:

@@ -63,13 +63,13 @@ class Cell:
         text = json.dumps(config, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
-    @property
+    @cached_property  # read for every case's row: parsing a spec reads the environment
     def provider(self) -> str:
         from treadwise.models import parse_spec
 
         return parse_spec(self.model)[0]
 
-    @property
+    @cached_property
     def model_name(self) -> str:
         from treadwise.models import parse_spec
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from experiments.store.record import CaseRow
 
 
-def paid_calls(row: dict[str, Any]) -> int:
+def paid_calls(row: CaseRow) -> int:
     """A row's model calls that cost something (answers from the cache are free)."""
-    cached = int(float(row.get("cache_hits") or 0))
-    return max(0, int(float(row.get("model_calls") or 0)) - cached)
+    return max(0, row.model_calls - row.cache_hits)
 
 
 @dataclass
@@ -21,11 +21,10 @@ class Budget:
     calls: int = 0
     cost_usd: float = 0.0
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: CaseRow) -> None:
         self.calls += paid_calls(row)
-        cost = row.get("cost_usd")
-        if cost not in (None, ""):
-            self.cost_usd += float(cost)
+        if row.cost_usd is not None:
+            self.cost_usd += row.cost_usd
 
     def exceeded(self) -> str | None:
         if self.max_calls is not None and self.calls >= self.max_calls:

@@ -9,7 +9,7 @@ from experiments.define.checks import CheckResult
 from experiments.define.grid import Case
 from experiments.run.grading import Verdict, style
 from experiments.run.response_cache import CacheTally
-from experiments.store.record import CaseRecord
+from experiments.store.record import CaseRecord, CaseRow
 
 HARNESS_ERROR = "harness"
 
@@ -119,13 +119,13 @@ def _judged(verdict: Verdict | None) -> dict[str, Any]:
 
 
 def _row(ctx: Any, case: Case, talk: Any, checks: list[CheckResult], cache: CacheTally,
-         verdict: Verdict | None) -> dict[str, Any]:
+         verdict: Verdict | None) -> CaseRow:
     cell, turns = case.cell, talk.turns
     failed = [c for c in checks if not c.passed]
     answer = turns[-1].answer if turns else ""
     state = status(talk, checks)
     error_type, error_message = _error(talk)
-    return {
+    return CaseRow(**{
         "run_id": ctx.run_id, "case_key": case.key, "config_hash": cell.config_hash,
         "scenario": case.scenario.id, "repeat": case.repeat, "persona": cell.persona,
         "provider": cell.provider, "model": cell.model_name, "model_spec": cell.model,
@@ -147,10 +147,10 @@ def _row(ctx: Any, case: Case, talk: Any, checks: list[CheckResult], cache: Cach
         "answer": answer, "error_type": error_type, "error_message": error_message,
         "seed": case.seed, "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "package_version": ctx.package_version, "git_commit": ctx.git_commit,
-    }
+    })
 
 
-def _transcript(case: Case, talk: Any, checks: list[CheckResult], row: dict[str, Any],
+def _transcript(case: Case, talk: Any, checks: list[CheckResult], row: CaseRow,
                 verdict: Verdict | None, judge: str | None) -> dict[str, Any]:
     cell = case.cell
     messages = conversation(talk.history)
@@ -158,17 +158,17 @@ def _transcript(case: Case, talk: Any, checks: list[CheckResult], row: dict[str,
              for i, (user, result) in enumerate(zip(case.scenario.turns, talk.turns,
                                                     strict=False))]
     transcript: dict[str, Any] = {
-        "case_key": case.key, "status": row["status"],
+        "case_key": case.key, "status": row.status,
         "config": {"persona": cell.persona, "model": cell.model,
                    "temperature": cell.temperature, "variation": cell.variation.name,
                    "strategy": cell.strategy},
         "config_hash": cell.config_hash, "scenario": case.scenario.id,
         "repeat": case.repeat, "seed": case.seed,
         "checks": [[c.id, c.passed, c.description] for c in checks], "turns": turns}
-    if row["error_type"]:
-        transcript["error"] = {"type": row["error_type"], "message": row["error_message"]}
-    if row["cache_hits"]:
-        transcript["cache_hits"] = row["cache_hits"]
+    if row.error_type:
+        transcript["error"] = {"type": row.error_type, "message": row.error_message}
+    if row.cache_hits:
+        transcript["cache_hits"] = row.cache_hits
     if verdict is not None:
         transcript["judge"] = {"model": judge, "score": verdict.score,
                                "reason": verdict.reason, "cached": verdict.cached}

@@ -229,7 +229,7 @@ class CaseRunner:
             checks = [CheckResult(HARNESS_ERROR, False, talk.harness_error)]
         record = case_record(self.context, case, talk, checks, cache, self._grade(case, talk))
         if case_dir.exists() and (keep == "none" or (keep == "failed"
-                                                     and record.row["status"] == "ok")):
+                                                     and record.row.status == "ok")):
             shutil.rmtree(case_dir, ignore_errors=True)
         return record
 

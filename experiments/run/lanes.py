@@ -133,7 +133,7 @@ class ProcessLane:
             if kind == READY:
                 self.events.put(Event(READY, self))
             else:
-                self.sent.pop(row["case_key"], None)
+                self.sent.pop(row.case_key, None)
                 self.events.put(Event(RECORD, self, CaseRecord(row, transcript)))
 
     def close(self, *, wait: bool) -> None:

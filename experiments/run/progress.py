@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from experiments.run.budget import Budget
+from experiments.store.record import CaseRow
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,10 @@ class Tally:
         self.total = len(kept) + len(plan.todo)
         self.report("starting")
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: CaseRow) -> None:
         self.budget.add(row)
-        self.counts[row["status"]] += 1
-        self.report(f"{row['scenario']} ({row['persona']}, T={float(row['temperature']):g})")
+        self.counts[row.status] += 1
+        self.report(f"{row.scenario} ({row.persona}, T={row.temperature:g})")
 
     def report(self, label: str) -> None:
         counts = self.counts

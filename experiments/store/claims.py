@@ -11,7 +11,6 @@ not matter.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -198,10 +197,10 @@ class SharedRun:
         from psycopg import OperationalError
         from psycopg_pool import PoolTimeout
 
-        row, key = record.row, record.row["case_key"]
+        row, key = record.row, record.row.case_key
         params = self._params(
-            key=key, status=row["status"], calls=paid_calls(row),
-            cost=float(row.get("cost_usd") or 0), row=json.dumps(row, default=str),
+            key=key, status=row.status, calls=paid_calls(row), cost=row.cost_usd or 0.0,
+            row=row.model_dump_json(),
             line=encode(record.transcript))
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:

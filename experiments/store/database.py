@@ -20,6 +20,7 @@ from typing import Any
 
 from experiments.define.prices import DEFAULT_PRICES
 from experiments.store.folder import RunInfo, write_meta
+from experiments.store.record import CaseRow
 from experiments.store.results_file import RESULTS_FILE, ResultsWriter
 from experiments.store.transcripts_file import TRANSCRIPTS_FILE, pick_transcript
 
@@ -258,12 +259,12 @@ def list_shared(pool: Any) -> list[RunInfo]:
                     status=_status(row), shared=True) for row in rows]
 
 
-def result_rows(pool: Any, run_id: str) -> list[dict[str, Any]]:
-    """Every result of the run, in the order they were kept."""
+def result_rows(pool: Any, run_id: str) -> list[CaseRow]:
+    """Every result of the run, in the order they were kept, typed."""
     with pool.connection() as conn:
         found = conn.execute("SELECT row_json FROM sweep_results WHERE run_id = %s ORDER BY "
                              "seq", (run_id,)).fetchall()
-    return [json.loads(row["row_json"]) for row in found]
+    return [CaseRow.model_validate_json(row["row_json"]) for row in found]
 
 
 def find_transcript(pool: Any, run_id: str, case: str) -> dict[str, Any]:
@@ -286,7 +287,7 @@ def export_run(pool: Any, run_id: str, out_dir: Path) -> Path:
     tmp.unlink(missing_ok=True)
     with ResultsWriter(tmp) as writer:
         for row in result_rows(pool, run_id):
-            writer.write(row)
+            writer.write(vars(row))
     os.replace(tmp, folder / RESULTS_FILE)
     with pool.connection() as conn:
         lines = conn.execute("SELECT transcript FROM sweep_results WHERE run_id = %s ORDER BY "

@@ -182,7 +182,7 @@ class RunFolder:
         if self._rows is None or self._transcripts is None:
             raise RuntimeError("open the run folder before writing to it")
         self._transcripts.write(record.transcript)
-        self._rows.write(record.row)
+        self._rows.write(vars(record.row))
 
     def close(self) -> None:
         for writer in (self._transcripts, self._rows):

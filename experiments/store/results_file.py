@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from experiments.store.appending import AppendFile
+from experiments.store.record import COLUMNS, STATUSES, typed_frame
 
 RESULTS_FILE = "results.csv"
-COLUMNS = (
-    "run_id", "case_key", "config_hash", "scenario", "repeat", "persona", "provider", "model",
-    "model_spec", "temperature", "variation", "strategy", "category", "status", "success",
-    "checks_passed", "checks_total", "failed_checks", "check_details", "latency_s",
-    "model_calls", "iterations", "turn_iterations", "turn_model_calls", "stopped_by_cap",
-    "http_attempts", "retry_wait_s", "ttft_s", "usage_missing", "cache_hits", "tool_sequence",
-    "tool_errors", "tool_error_detail", "artifacts", "input_tokens", "output_tokens",
-    "cost_usd", "response_chars", "response_words", "hedges", "questions", "numbers", "units",
-    "judge_score", "judge_reason", "judge_cached", "answer", "error_type", "error_message",
-    "seed", "timestamp", "package_version", "git_commit",
-)
-# ok: every check passed; failed: a check failed; error: the provider or the harness failed,
-# so the case says nothing about the configuration (it is left out of success rates).
-STATUSES = ("ok", "failed", "error")
 
 
 def _complete_length(data: bytes) -> int:
@@ -80,6 +67,14 @@ def complete_text(path: Path) -> str:
     return data[:_complete_length(data)].decode("utf-8", errors="replace")
 
 
+def read_frame(path: Path) -> Any:
+    """Every complete row of a results file as a typed frame, the latest row of each case."""
+    import pandas as pd
+
+    df = pd.read_csv(io.StringIO(complete_text(path)), dtype=str, keep_default_na=False)
+    return typed_frame(df, text=True)
+
+
 def repair(path: Path) -> int:
     """Cut a half-written last record off the file so appending continues cleanly.
 
@@ -133,8 +128,9 @@ class ResultsWriter:
         if new:
             self._file.append(_record(COLUMNS))
 
-    def write(self, row: dict[str, Any]) -> None:
-        self._file.append(_record(_cell(row.get(column)) for column in self.columns))
+    def write(self, values: Mapping[str, Any]) -> None:
+        """Append one row: a CaseRow's fields (`vars(row)`), or any mapping of columns."""
+        self._file.append(_record(_cell(values.get(column)) for column in self.columns))
 
     def close(self) -> None:
         self._file.close()
