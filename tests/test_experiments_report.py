@@ -22,7 +22,8 @@ from experiments.analyse.stats import (
     wilson,
 )
 from experiments.analyse.tables import load_results, pairwise, summarise
-from experiments.store.folder import list_runs, write_meta
+from experiments.store import list_runs
+from experiments.store.folder import write_meta
 from experiments.store.results_file import COLUMNS, RESULTS_FILE, ResultsWriter, read_rows, repair
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,8 @@ from typing import Any
 
 from experiments.analyse.report import pct, table
 from experiments.analyse.stats import ALPHA, holm, mcnemar_exact, paired_difference
-from experiments.analyse.tables import cell_name, load_results, mcnemar_pair, outcomes
+from experiments.analyse.tables import as_run, cell_name, load_results, mcnemar_pair, outcomes
+from experiments.store import RunStore
 
 REPORT, TABLE, CHART = "comparison.md", "comparison.csv", "comparison.png"
 
@@ -67,12 +68,13 @@ def _overall(found_a: dict, found_b: dict, shared: list[str]) -> dict[str, Any]:
             "p_value": mcnemar_exact(a_only, b_only)}
 
 
-def compare_runs(run_a: Path, run_b: Path, out: Path | None = None, *,
+def compare_runs(run_a: RunStore | Path, run_b: RunStore | Path, out: Path | None = None, *,
                  chart: bool = True) -> Comparison:
-    """Compare run B against run A; errored cases (in either run) are left out of the pairs."""
+    """Compare run B against run A (stores, or paths to open); errored cases (in either run)
+    are left out of the pairs. Written into `out`, by default RUN_B's folder/compare-A."""
     import pandas as pd
 
-    run_a, run_b = Path(run_a), Path(run_b)
+    run_a, run_b = as_run(run_a), as_run(run_b)
     df_a, df_b = load_results(run_a), load_results(run_b)
     found_a, found_b = outcomes(df_a), outcomes(df_b)
     names = _names(df_a, df_b)
@@ -87,7 +89,7 @@ def compare_runs(run_a: Path, run_b: Path, out: Path | None = None, *,
     frame["significant"] = frame["p_holm"] < ALPHA
     frame["verdict"] = [_verdict(r) for _, r in frame.iterrows()]
     frame = frame.sort_values(["diff", "configuration"]).reset_index(drop=True)
-    folder = Path(out) if out else run_b / f"compare-{run_a.name}"
+    folder = Path(out) if out else run_b.folder / f"compare-{run_a.name}"
     folder.mkdir(parents=True, exist_ok=True)
     result = Comparison(folder, frame, sorted(names[h] for h in found_a if h not in shared),
                         sorted(names[h] for h in found_b if h not in shared),
@@ -113,7 +115,7 @@ def _overall_line(overall: dict[str, Any]) -> str:
             f" p = {overall['p_value']:.3g}: {verdict} difference at the 5% level.")
 
 
-def _write(result: Comparison, run_a: Path, run_b: Path, chart: bool) -> None:
+def _write(result: Comparison, run_a: RunStore, run_b: RunStore, chart: bool) -> None:
     frame = result.table
     changed = frame[frame["significant"]]
     lines = [f"# Comparison: {run_b.name} (B) vs. {run_a.name} (A)", "",

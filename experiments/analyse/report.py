@@ -1,4 +1,4 @@
-"""A run's report from results.csv alone: summary.csv, effects.csv, pairwise.csv, style.csv,
+"""A run's report from its rows alone: summary.csv, effects.csv, pairwise.csv, style.csv,
 charts/ and report.md, which says plainly what the data can and cannot tell apart."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 from experiments.analyse.stats import BOOTSTRAP, SEED
 from experiments.analyse.tables import (
     ReportError,
+    as_run,
     check_failures,
     factor_effects,
     load_results,
@@ -21,8 +22,9 @@ from experiments.analyse.tables import (
     summarise,
     top_group,
 )
-from experiments.store.folder import REPORT_FILE, read_meta, run_status
-from experiments.store.results_file import RESULTS_FILE
+from experiments.store import RunStore
+from experiments.store.folder import run_status
+from experiments.store.run_store import REPORT_FILE
 
 __all__ = ["ReportError", "load_results", "model_label", "summarise", "write_report"]
 
@@ -275,19 +277,15 @@ def _failures(scenarios: Any, checks: Any) -> list[str]:
     return lines
 
 
-def write_report(run_dir: Path, *, charts: bool = True, results: Any = None,
-                 meta: dict[str, Any] | None = None) -> Path:
+def write_report(run: RunStore | Path, *, charts: bool = True) -> Path:
     """Write the CSV tables, charts/*.png (unless `charts` is False: a 10 000-case run draws
-    for a while) and report.md for a run; return report.md.
-
-    `results` and `meta` (a shared run's, from the database) replace the folder's results.csv
-    and meta.json; the report is written into `run_dir` all the same.
-    """
+    for a while) and report.md into the run's folder (a path: a run folder, or the name of
+    a shared run); return report.md."""
     from experiments.analyse.charts import write_charts
 
-    run_dir = Path(run_dir)
-    df = load_results(run_dir) if results is None else results
-    meta = read_meta(run_dir) if meta is None else meta
+    run = as_run(run)
+    df, meta, run_dir = load_results(run), run.meta(), run.folder
+    run_dir.mkdir(parents=True, exist_ok=True)
     summary, effects = summarise(df), factor_effects(df)
     pairs, style = pairwise(df, summary), persona_style(df)
     scenarios, checks = scenario_rates(df), check_failures(df)
@@ -295,12 +293,10 @@ def write_report(run_dir: Path, *, charts: bool = True, results: Any = None,
                         (pairs, PAIRWISE_FILE), (style, STYLE_FILE)):
         frame.to_csv(run_dir / name, index=False, float_format="%.6g")
     drawn = write_charts(df, summary, run_dir / CHARTS_DIR) if charts else []
-    source = (f"the run's rows in PostgreSQL (`python -m experiments export` writes them as "
-              f"`{RESULTS_FILE}`)" if results is not None else f"`{RESULTS_FILE}`")
-    parts = [f"# Sweep report: {run_dir.name}", "",
+    parts = [f"# Sweep report: {run.name}", "",
              f"Grid `{meta.get('grid_name', '?')}`; package {df['package_version'].iloc[0]}, "
              f"commit `{df['git_commit'].iloc[0][:12]}`. Everything below is computed from "
-             f"{source}. Success counts ok against failed cases; errored cases are "
+             f"{run.source}. Success counts ok against failed cases; errored cases are "
              "left out and counted beside. Intervals are 95% cluster-bootstrap intervals that "
              f"resample scenarios, not cases ({BOOTSTRAP} resamples, seed {SEED}).", "",
              "## Summary", "",

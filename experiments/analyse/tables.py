@@ -1,4 +1,4 @@
-"""Tables computed from results.csv alone: per configuration, per factor, pairwise, per persona.
+"""Tables computed from a run's rows alone: per configuration, per factor, pairwise, per persona.
 
 Success rates count ok against failed cases; errored cases (the provider or harness failed)
 say nothing about a configuration, so they are left out and counted beside the rate.
@@ -19,7 +19,7 @@ from experiments.analyse.stats import (
     mcnemar_exact,
     percentile,
 )
-from experiments.store.results_file import RESULTS_FILE
+from experiments.store import NoResults, RunStore, open_run
 
 CELL = ["persona", "model_spec", "temperature", "variation", "strategy"]
 FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
@@ -28,8 +28,8 @@ STYLE = {"response_words": "words", "hedges": "hedging words", "questions": "que
          "numbers": "numbers given", "units": "numbers with units"}
 
 
-class ReportError(ValueError):
-    """A run folder cannot be reported on (no results yet)."""
+# A run with no finished case yet cannot be reported on.
+ReportError = NoResults
 
 
 def model_label(spec: str) -> str:
@@ -39,28 +39,15 @@ def model_label(spec: str) -> str:
     return label(spec or "offline")
 
 
-def load_results(run_dir: Path) -> Any:
-    """results.csv as a typed frame (one row per case, its latest) with the measures the
-    tables use; a half-written last row ignored."""
-    from experiments.store.results_file import read_frame
-
-    path = Path(run_dir) / RESULTS_FILE
-    if not path.exists():
-        raise ReportError(f"{run_dir}: no {RESULTS_FILE} yet")
-    df = read_frame(path)
-    if df.empty:
-        raise ReportError(f"{run_dir}: {RESULTS_FILE} has no finished cases yet")
-    return with_measures(df)
+def as_run(run: RunStore | Path) -> RunStore:
+    """A run store as it is; a path (a folder, or a shared run's name) opened."""
+    return run if isinstance(run, RunStore) else open_run(run)
 
 
-def rows_frame(rows: list[Any], run: str) -> Any:
-    """Rows as the runner made them (a shared run's, from the database), typed as load_results
-    types the same rows read back from results.csv."""
-    from experiments.store.record import rows_frame as typed
-
-    if not rows:
-        raise ReportError(f"{run}: no finished cases yet")
-    return with_measures(typed(rows))
+def load_results(run: RunStore | Path) -> Any:
+    """A run's rows as a typed frame (one row per case, its latest) with the measures the
+    tables read; ReportError when it has none yet."""
+    return with_measures(as_run(run).rows())
 
 
 def with_measures(df: Any) -> Any:

@@ -7,11 +7,6 @@ from dataclasses import dataclass
 from experiments.store.record import CaseRow
 
 
-def paid_calls(row: CaseRow) -> int:
-    """A row's model calls that cost something (answers from the cache are free)."""
-    return max(0, row.model_calls - row.cache_hits)
-
-
 @dataclass
 class Budget:
     """Spending so far against the grid's limits; new cases start only while within them."""
@@ -22,7 +17,7 @@ class Budget:
     cost_usd: float = 0.0
 
     def add(self, row: CaseRow) -> None:
-        self.calls += paid_calls(row)
+        self.calls += row.paid_calls
         if row.cost_usd is not None:
             self.cost_usd += row.cost_usd
 

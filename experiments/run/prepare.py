@@ -1,8 +1,11 @@
-"""What every process that runs cases builds once: settings, models, tools, judge and prices."""
+"""What every process that runs cases builds once: settings, models, tools, judge and prices,
+and the version of the code it runs."""
 
 from __future__ import annotations
 
 import inspect
+import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +22,21 @@ from experiments.run.cases import (
 )
 from experiments.run.grading import Judge
 from experiments.run.response_cache import ResponseCache, cache_path
+from experiments.store.run_store import CASES_DIR
 from treadwise.settings import Settings
 
-CASES_DIR = "cases"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def git_commit(root: Path = REPO_ROOT) -> str:
+    """The checked-out commit of the project, or "unknown" outside a git checkout."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else "unknown"
 
 
 def strategies_supported() -> bool:

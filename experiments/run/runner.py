@@ -16,45 +16,30 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from experiments.define.grid import DEFAULT_GRID, Case, Grid, load_grid
-from experiments.define.prices import DEFAULT_PRICES, load_prices
+from experiments.define.prices import load_prices
 from experiments.run.budget import Budget
 from experiments.run.case_record import HARNESS_ERROR
 from experiments.run.lanes import LOST, READY, Event, WorkerSpec, start_lanes
-from experiments.run.prepare import CASES_DIR, Prepared, prepare, strategies_supported
+from experiments.run.prepare import (
+    CASES_DIR,
+    Prepared,
+    git_commit,
+    prepare,
+    strategies_supported,
+)
 from experiments.run.progress import Progress, Tally, TerminalBar
 from experiments.run.response_cache import cache_path
-from experiments.store.folder import (
-    RunBusy,
-    RunFolder,
-    git_commit,
-    locked,
-    new_run_id,
-    read_meta,
-    update_meta,
-    write_meta,
-)
+from experiments.store.folder import FolderRun, RunBusy
 from experiments.store.record import CaseRecord
-from experiments.store.results_file import RESULTS_FILE, repair
+from experiments.store.run_store import GRID_COPY, PRICES_COPY, SCENARIOS_COPY, RunWriter
 
-__all__ = ["Progress", "SweepError", "plan_sweep", "run_sweep"]
-
-GRID_COPY, SCENARIOS_COPY, PRICES_COPY = "grid.yaml", "scenarios.yaml", "prices.yaml"
-__all__ += ["CASES_DIR", "strategies_supported"]
+__all__ = ["CASES_DIR", "Progress", "SweepError", "plan_sweep", "run_sweep",
+           "strategies_supported"]
 
 
 class CaseSource(Protocol):
     def claim(self) -> Case | None:
         """The next case for this worker to run (no other worker gets it), or None."""
-
-
-class ResultsSink(Protocol):
-    def finished(self) -> dict[str, str]:
-        """case key -> status of every case already done."""
-
-    def write(self, record: CaseRecord) -> None:
-        """Keep a finished case; safe to call from several threads."""
-
-    def close(self) -> None: ...
 
 
 class CaseQueue:
@@ -78,14 +63,18 @@ class SweepPlan:
     """What a sweep will do: its cases, those still to run, and what it runs them with."""
 
     grid: Grid
-    run_dir: Path
+    store: RunWriter  # where the run is kept: its folder, or a shared run's database
     cases: list[Case]
     todo: list[Case]
     prepared: Prepared
     finished: dict[str, str] = field(default_factory=dict)
     workers: int = 1
     cache: Path | None = None
-    shared: Any = None  # a claims.SharedRun: the cases come from, and go to, PostgreSQL
+    shared: Any = None  # a claims.SharedRun (also the store): cases come from PostgreSQL
+
+    @property
+    def run_dir(self) -> Path:
+        return self.store.folder
 
     @property
     def skipped(self) -> dict[str, str]:
@@ -153,37 +142,27 @@ def saved_grid(run_dir: Path) -> Grid:
                      prices_file=prices if prices.exists() else None)
 
 
-def _new_run_dir(grid: Grid, out_dir: Path) -> Path:
-    run_dir = Path(out_dir) / new_run_id(grid.name)
-    run_dir.mkdir(parents=True)
-    shutil.copyfile(grid.path, run_dir / GRID_COPY)
-    shutil.copyfile(grid.scenarios_file, run_dir / SCENARIOS_COPY)
-    shutil.copyfile(grid.prices_file or DEFAULT_PRICES, run_dir / PRICES_COPY)
-    return run_dir
-
-
 def _to_run(cases: list[Case], finished: dict[str, str], retry_errors: bool) -> list[Case]:
     if retry_errors:
         return [c for c in cases if finished.get(c.key) == "error"]
     return [c for c in cases if c.key not in finished]
 
 
-def plan_sweep(grid: Grid, run_dir: Path, *, limit: int | None = None,
-               retry_errors: bool = False, cache: Path | None = None,
-               sink: ResultsSink | None = None, workers: int = 1,
+def plan_sweep(grid: Grid, store: RunWriter, *, limit: int | None = None,
+               retry_errors: bool = False, cache: Path | None = None, workers: int = 1,
                shared: Any = None) -> SweepPlan:
     """Expand the grid, build its models and tools once, and drop the cases that cannot run
     here (a missing key or package, a strategy this agent lacks) or are already done."""
     scenarios = grid.scenarios()
-    prepared = prepare(grid, run_dir, cache=cache, rate_share=1 / workers)
+    prepared = prepare(grid, store.folder, cache=cache, rate_share=1 / workers)
     skipped = prepared.skipped
     cases = [c for c in grid.cases(scenarios) if c.cell.model not in skipped
              and f"strategy {c.cell.strategy}" not in skipped]
-    finished = (shared or sink or RunFolder(run_dir)).finished()
+    finished = store.finished()
     todo = _to_run(cases, finished, retry_errors)
     if limit is not None:
         todo = todo[:max(0, limit)]
-    return SweepPlan(grid, run_dir, cases, todo, prepared, finished, workers, cache, shared)
+    return SweepPlan(grid, store, cases, todo, prepared, finished, workers, cache, shared)
 
 
 def echo_stderr(line: str) -> None:
@@ -205,35 +184,33 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
     again only the cases whose latest row is an error. `cache` (True, or the SQLite file to
     use) answers identical model requests from the response cache. `workers` (default: the
     grid's) is how many processes share the cases in flight. A run shared through PostgreSQL
-    is run by experiments/shared.py's `join_sweep` instead.
+    is run by experiments/run/shared.py's `join_sweep` instead.
     """
     echo = echo or echo_stderr
     if retry_errors and resume is None:
         raise SweepError("--retry-errors re-runs the errored cases of a run: give it --resume "
                          "RUN_DIR")
     if resume is not None:
-        run_dir = Path(resume)
-        grid = saved_grid(run_dir)
+        run = FolderRun(resume)
+        grid = saved_grid(run.folder)
     else:
         grid = load_grid(Path(grid_path or DEFAULT_GRID))
         grid.scenarios()
         load_prices(grid.prices_file)
-        run_dir = _new_run_dir(grid, out_dir)
+        run = FolderRun.create(grid, out_dir)
     try:
-        with locked(run_dir):
-            sweep_folder(grid, run_dir, resume=resume is not None, strict=strict,
-                         progress=progress, echo=echo,
-                         plan_options={"limit": limit, "retry_errors": retry_errors,
-                                       "cache": cache_file(cache, run_dir),
-                                       "workers": workers or grid.workers})
+        with run.locked():
+            sweep(grid, run, resume=resume is not None, strict=strict, progress=progress,
+                  echo=echo, plan_options={"limit": limit, "retry_errors": retry_errors,
+                                           "cache": cache_file(cache, run.folder),
+                                           "workers": workers or grid.workers})
     except RunBusy as exc:
         raise SweepError(str(exc)) from None
     if report:
         from experiments.analyse.report import write_report
 
-        path = write_report(run_dir)
-        echo(f"report: {path}")
-    return run_dir
+        echo(f"report: {write_report(run)}")
+    return run.folder
 
 
 def cache_file(cache: bool | Path, run_dir: Path) -> Path | None:
@@ -243,17 +220,15 @@ def cache_file(cache: bool | Path, run_dir: Path) -> Path | None:
     return cache if isinstance(cache, Path) else cache_path(run_dir.parent)
 
 
-def sweep_folder(grid: Grid, run_dir: Path, *, resume: bool, strict: bool = False,
-                 progress: Callable[[Progress], None] | None = None,
-                 echo: Callable[[str], None] = echo_stderr,
-                 plan_options: dict[str, Any]) -> None:
-    """Plan the run in `run_dir` and run it (no lock taken, no report written)."""
-    repair(run_dir / RESULTS_FILE)
-    plan = plan_sweep(grid, run_dir, **plan_options)
+def sweep(grid: Grid, store: RunWriter, *, resume: bool, strict: bool = False,
+          progress: Callable[[Progress], None] | None = None,
+          echo: Callable[[str], None] = echo_stderr, plan_options: dict[str, Any]) -> None:
+    """Plan the run `store` keeps and run it (no lock taken, no report written)."""
+    plan = plan_sweep(grid, store, **plan_options)
     if strict and plan.skipped:
         reasons = "; ".join(f"{s}: {r}" for s, r in plan.skipped.items())
         if not resume and not plan.finished:
-            shutil.rmtree(run_dir, ignore_errors=True)
+            shutil.rmtree(store.folder, ignore_errors=True)
         raise SweepError(f"cannot run every model (--strict): {reasons}")
     for line in plan.lines():
         echo(line)
@@ -272,13 +247,13 @@ def _start_meta(plan: SweepPlan) -> dict[str, Any]:
     import treadwise
 
     grid, now = plan.grid, datetime.now(UTC).isoformat(timespec="seconds")
-    meta = read_meta(plan.run_dir)
+    meta = plan.store.meta()
     cost, unknown = plan.cost_estimate()
     attempts = [*meta.get("attempts", []), {
         "started": now, "cases": len(plan.todo), "estimated_calls": plan.calls_estimate(),
         "estimated_cost_usd": round(cost, 4), "unpriced_models": unknown}]
     return {
-        "run_id": plan.run_dir.name, "created": meta.get("created", now), "status": "running",
+        "run_id": plan.store.name, "created": meta.get("created", now), "status": "running",
         "pid": os.getpid(), "grid_name": grid.name, "grid_file": str(grid.path),
         "description": grid.description, "cells": len({c.cell for c in plan.cases}),
         "cases": len(plan.cases), "skipped_models": plan.skipped,
@@ -304,10 +279,9 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
     """Run the plan's cases; return why new cases stopped being launched, if a budget did."""
     import treadwise
 
-    shared = plan.shared
+    shared, store = plan.shared, plan.store
     meta = _start_meta(plan)
-    if shared is None:
-        write_meta(plan.run_dir, meta)
+    store.start(meta)
     runner = plan.prepared.runner(plan.grid, plan.run_dir,
                                   package_version=treadwise.__version__,
                                   git_commit=meta["git_commit"])
@@ -320,7 +294,7 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
     lanes = start_lanes(runner, plan.grid.concurrency, spec, plan.workers, events)
     lost = _lost_record(runner, {c.key: c for c in plan.cases})
     try:
-        with shared or RunFolder(plan.run_dir) as sink:
+        with store as sink:
             source = shared.bind(plan.cases, lost) if shared else CaseQueue(plan.todo)
             launched, stop = _drive(lanes, events, source, sink, tally,
                                     plan.grid.concurrency, lost)
@@ -336,10 +310,7 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
             if status == "stopped_by_budget" else None,
             "spent": {"model_calls": tally.budget.calls,
                       "cost_usd": round(tally.budget.cost_usd, 6)}}
-        if shared is None:
-            update_meta(plan.run_dir, **changes)
-        else:
-            shared.finish(**changes)
+        store.finish(**changes)
     return stop
 
 
@@ -358,7 +329,7 @@ def _lost_record(runner: Any, cases: dict[str, Case]) -> Callable[..., CaseRecor
 
 
 def _drive(lanes: list[Any], events: queue.SimpleQueue, source: CaseSource,
-           sink: ResultsSink, tally: Tally, concurrency: int,
+           sink: RunWriter, tally: Tally, concurrency: int,
            lost_record: Callable[[str], CaseRecord]) -> tuple[int, str | None]:
     """Keep `concurrency` cases in flight over the ready lanes until done or over budget; keep
     each record as it finishes. Returns (cases launched, budget stop reason or None)."""
@@ -388,5 +359,5 @@ def _drive(lanes: list[Any], events: queue.SimpleQueue, source: CaseSource,
         for record in records:
             event.lane.in_flight -= 1
             in_flight -= 1
-            sink.write(record)
+            sink.append(record)
             tally.add(record.row)

@@ -1,36 +1,89 @@
-"""Sweeps shared across machines through PostgreSQL: create or join a run and work on it
-(the run in the database is experiments/store/database.py, the claims store/claims.py)."""
+"""Sweeps shared across machines through PostgreSQL: a worker creates or joins a run (its grid
+checked against the run's) and works on it (claims in claims.py, rows in store/database.py)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from experiments.store.database import (
+from experiments.define.prices import DEFAULT_PRICES
+from experiments.run.prepare import git_commit
+from experiments.store.connection import (
     SharedRunError,
     check_name,
     connect,
-    create_or_join,
     database_errors,
     database_url,
-    local_folder,
-    result_rows,
-    run_meta,
 )
+from experiments.store.database import DatabaseRun, create, run_meta, stored
 
 
-def report_run(pool: Any, run_id: str, folder: Path, *, charts: bool = True) -> Path:
-    """The run's report written from the database's rows into `folder`; report.md's path."""
-    from experiments.analyse.report import write_report
-    from experiments.analyse.tables import rows_frame
+def definition(grid: Any) -> dict[str, Any]:
+    """What a run's rows mean; every worker's grid must agree on it. How one machine runs
+    the cases (concurrency, worker processes, rate limits, which case folders it keeps) is
+    left out."""
+    prices = grid.prices_file or DEFAULT_PRICES
+    found = {
+        "personas": grid.personas, "models": grid.models,
+        "temperatures": grid.temperatures, "strategies": grid.strategies,
+        "variations": [[v.name, v.system_suffix, v.max_tokens] for v in grid.variations],
+        "exclude": grid.exclude, "repeats": grid.repeats,
+        "scenarios": [[s.id, s.category, s.turns, s.checks] for s in grid.scenarios()],
+        "timeout_s": grid.timeout_s, "max_retries": grid.max_retries,
+        "max_retry_wait_s": grid.max_retry_wait_s, "judge": grid.judge, "stream": grid.stream,
+        "budget": [grid.max_calls, grid.max_cost_usd],
+        "prices": hashlib.sha256(Path(prices).read_bytes()).hexdigest()[:16]}
+    return json.loads(json.dumps(found, default=str))
 
-    meta = run_meta(pool, run_id)
-    if meta is None:
-        raise SharedRunError(f"no shared run {run_id!r} in the database")
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    frame = rows_frame(result_rows(pool, run_id), run_id)
-    return write_report(folder, charts=charts, results=frame, meta=meta)
+
+def differences(run: dict[str, Any], mine: dict[str, Any]) -> list[str]:
+    """The parts of two definitions that differ, each as a short phrase."""
+    def short(value: Any) -> str:
+        text = json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    found = []
+    for key in sorted(set(run) | set(mine)):
+        have, want = run.get(key), mine.get(key)
+        if have == want:
+            continue
+        if key == "scenarios":  # too long to show whole: their ids, or that their content differs
+            have, want = [s[0] for s in have or []], [s[0] for s in want or []]
+            if have == want:
+                found.append("scenarios (the same ids, other turns or checks)")
+                continue
+        found.append(f"{key} (run: {short(have)}, yours: {short(want)})")
+    return found
+
+
+def _creation_meta(grid: Any) -> dict[str, Any]:
+    import treadwise
+
+    return {"grid_name": grid.name, "grid_file": str(grid.path), "description": grid.description,
+            "cells": len(grid.cells()), "judge": grid.judge,
+            "budget": {"max_calls": grid.max_calls, "max_cost_usd": grid.max_cost_usd},
+            "package_version": treadwise.__version__, "git_commit": git_commit()}
+
+
+def create_or_join(pool: Any, run_id: str, grid: Any | None) -> bool:
+    """Whether this call made the run (from `grid`, when it did not exist yet);
+    a grid that means something else than the run's is an error naming what differs."""
+    mine = definition(grid) if grid is not None else None
+    created = mine is not None and create(pool, run_id, grid, mine, _creation_meta(grid))
+    run = stored(pool, run_id)
+    if run is None:
+        raise SharedRunError(f"no shared run {run_id!r} in the database: start it with "
+                             f"python -m experiments run --grid GRID --workers-join {run_id}")
+    if grid is not None and not created:
+        if diff := differences(run["definition"], mine):
+            raise SharedRunError(
+                f"{grid.path} differs from the grid of shared run {run_id!r}: "
+                f"{'; '.join(diff)}. Join without --grid to run the run's own grid, or name "
+                "a new run")
+    return created
 
 
 def join_sweep(run_id: str, grid_path: Path | None, *, out_dir: Path = Path("results"),
@@ -56,8 +109,8 @@ def _join(pool: Any, url: str, run_id: str, grid_path: Path | None, *, out_dir: 
           workers: int | None, options: dict[str, Any]) -> Path:
     from experiments.define.grid import load_grid
     from experiments.define.prices import load_prices
-    from experiments.run.runner import cache_file, saved_grid, sweep_folder
-    from experiments.store.claims import SharedRun
+    from experiments.run.claims import SharedRun
+    from experiments.run.runner import cache_file, saved_grid, sweep
     from treadwise.settings import Settings
     from treadwise.storage.postgres import describe
 
@@ -65,22 +118,24 @@ def _join(pool: Any, url: str, run_id: str, grid_path: Path | None, *, out_dir: 
     if grid_path is not None:
         grid = load_grid(Path(grid_path))
         load_prices(grid.prices_file)
-    run, created = create_or_join(pool, run_id, grid)
-    folder = local_folder(out_dir, run)
+    created = create_or_join(pool, run_id, grid)
+    folder = DatabaseRun(pool, run_id, Path(out_dir) / run_id).write_files()
     grid = grid or saved_grid(folder)
     shared = SharedRun(pool, run_id, claim_s=Settings.from_env().sweep_claim_s, limit=limit,
-                       max_calls=grid.max_calls, max_cost_usd=grid.max_cost_usd)
+                       max_calls=grid.max_calls, max_cost_usd=grid.max_cost_usd, folder=folder)
     echo(f"{'created' if created else 'joined'} shared run {run_id} on {describe(url)} as "
          f"worker {shared.worker} (claims expire {shared.claim_s:g} s after its last "
          "heartbeat)")
     if retry_errors and (reopened := shared.reopen_errors()):
         echo(f"  {reopened} errored cases put back to be run again")
-    sweep_folder(grid, folder, resume=True, echo=echo, **options, plan_options={
+    sweep(grid, shared, resume=True, echo=echo, **options, plan_options={
         "limit": limit, "retry_errors": retry_errors, "cache": cache_file(cache, folder),
         "workers": workers or grid.workers, "shared": shared})
     _summary(pool, shared, echo)
     if report and shared.completed_here:
-        echo(f"report: {report_run(pool, run_id, folder)}")
+        from experiments.analyse.report import write_report
+
+        echo(f"report: {write_report(shared.store)}")
     return folder
 
 

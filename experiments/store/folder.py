@@ -1,4 +1,5 @@
-"""Run folders under results/: naming, metadata (meta.json) and listing them newest first."""
+"""A run kept in a folder under results/: results.csv, transcripts.jsonl, meta.json and the copies
+of its files; naming, locking and listing such folders."""
 
 from __future__ import annotations
 
@@ -6,34 +7,138 @@ import json
 import os
 import re
 import secrets
-import subprocess
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from experiments.define.prices import DEFAULT_PRICES
 from experiments.store.record import CaseRecord
-from experiments.store.results_file import RESULTS_FILE, ResultsWriter, latest_statuses, read_rows
-from experiments.store.transcripts_file import TRANSCRIPTS_FILE, TranscriptWriter
+from experiments.store.results_file import (
+    RESULTS_FILE,
+    ResultsWriter,
+    latest_statuses,
+    read_frame,
+    read_rows,
+)
+from experiments.store.run_store import (
+    GRID_COPY,
+    PRICES_COPY,
+    REPORT_FILE,
+    SCENARIOS_COPY,
+    NoResults,
+    RunInfo,
+    RunStore,
+)
+from experiments.store.transcripts_file import (
+    TRANSCRIPTS_FILE,
+    TranscriptWriter,
+    find_transcript,
+)
 
 META_FILE = "meta.json"
-REPORT_FILE = "report.md"
 LOCK_FILE = ".lock"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-@dataclass(frozen=True)
-class RunInfo:
-    id: str
-    path: Path
-    created: datetime
-    rows: int
-    has_report: bool
-    grid: str = ""
-    status: str = ""
-    shared: bool = False  # a run in the database (experiments/shared.py), not a folder
+class RunBusy(RuntimeError):
+    """Another process is running this run folder right now."""
+
+
+class FolderRun(RunStore):
+    """A run folder: a row appended to results.csv and flushed per case, beside its transcript
+    in transcripts.jsonl; meta.json replaced whole at the start and the end of each attempt.
+
+    The transcript goes first: a kill between the two leaves a transcript without a row, so
+    the case runs again on resume and its later line wins, instead of a row nobody can read.
+    """
+
+    source = f"`{RESULTS_FILE}`"
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.name = self.folder.name
+        self._transcripts: TranscriptWriter | None = None
+        self._rows: ResultsWriter | None = None
+
+    @classmethod
+    def create(cls, grid: Any, out_dir: Path) -> FolderRun:
+        """A new run folder under `out_dir` for `grid`, with copies of the files it reads (a
+        resume reads the copies)."""
+        folder = Path(out_dir) / new_run_id(grid.name)
+        folder.mkdir(parents=True)
+        shutil.copyfile(grid.path, folder / GRID_COPY)
+        shutil.copyfile(grid.scenarios_file, folder / SCENARIOS_COPY)
+        shutil.copyfile(grid.prices_file or DEFAULT_PRICES, folder / PRICES_COPY)
+        return cls(folder)
+
+    def locked(self) -> Any:
+        """Hold the folder's lock while running it (RunBusy when another process does)."""
+        return locked(self.folder)
+
+    def finished(self) -> dict[str, str]:
+        return latest_statuses(self.folder / RESULTS_FILE)
+
+    def meta(self) -> dict[str, Any]:
+        return read_meta(self.folder)
+
+    def start(self, meta: dict[str, Any]) -> None:
+        write_meta(self.folder, meta)
+
+    def open(self) -> FolderRun:
+        self._transcripts = TranscriptWriter(self.folder / TRANSCRIPTS_FILE)
+        self._rows = ResultsWriter(self.folder / RESULTS_FILE)
+        return self
+
+    def append(self, record: CaseRecord) -> bool:
+        if self._rows is None or self._transcripts is None:
+            raise RuntimeError("open the run folder before appending to it")
+        self._transcripts.write(record.transcript)
+        self._rows.write(vars(record.row))
+        return True
+
+    def finish(self, **changes: Any) -> None:
+        update_meta(self.folder, **changes)
+
+    def close(self) -> None:
+        for writer in (self._transcripts, self._rows):
+            if writer is not None:
+                writer.close()
+        self._transcripts = self._rows = None
+
+    def rows(self) -> Any:
+        path = self.folder / RESULTS_FILE
+        if not path.exists():
+            raise NoResults(f"{self.folder}: no {RESULTS_FILE} yet")
+        frame = read_frame(path)
+        if frame.empty:
+            raise NoResults(f"{self.folder}: {RESULTS_FILE} has no finished cases yet")
+        return frame
+
+    def transcript(self, case: str) -> dict[str, Any]:
+        return find_transcript(self.folder, case)
+
+    def info(self) -> RunInfo:
+        meta = self.meta()
+        return RunInfo(id=self.name, path=self.folder, created=_created(self.folder, meta),
+                       rows=len(read_rows(self.folder / RESULTS_FILE)),
+                       has_report=(self.folder / REPORT_FILE).exists(),
+                       grid=str(meta.get("grid_name", "")), status=run_status(meta))
+
+
+def is_run_folder(path: Path) -> bool:
+    """A folder a sweep wrote (results.csv or meta.json in it)."""
+    return path.is_dir() and ((path / RESULTS_FILE).exists() or (path / META_FILE).exists())
+
+
+def list_folders(results_dir: Path) -> list[RunInfo]:
+    """Every run folder under `results_dir`, newest first."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        return []
+    runs = [FolderRun(path).info() for path in results_dir.iterdir() if is_run_folder(path)]
+    return sorted(runs, key=lambda r: (r.created, r.id), reverse=True)
 
 
 def new_run_id(grid_name: str, now: datetime | None = None) -> str:
@@ -41,17 +146,6 @@ def new_run_id(grid_name: str, now: datetime | None = None) -> str:
     now = now or datetime.now(UTC)
     slug = re.sub(r"[^a-z0-9]+", "-", grid_name.lower()).strip("-")[:24] or "grid"
     return f"{now:%Y%m%d-%H%M%S}-{slug}-{secrets.token_hex(2)}"
-
-
-def git_commit(root: Path = REPO_ROOT) -> str:
-    """The checked-out commit of the project, or "unknown" outside a git checkout."""
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                              text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    commit = done.stdout.strip()
-    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else "unknown"
 
 
 def read_meta(run_dir: Path) -> dict[str, Any]:
@@ -95,10 +189,6 @@ def update_meta(run_dir: Path, **changes: Any) -> dict[str, Any]:
     return meta
 
 
-class RunBusy(RuntimeError):
-    """Another process is running this run folder right now."""
-
-
 @contextmanager
 def locked(run_dir: Path) -> Iterator[None]:
     """Hold the run folder's lock so two processes never append to the same run.
@@ -137,60 +227,3 @@ def _created(run_dir: Path, meta: dict[str, Any]) -> datetime:
         except ValueError:
             pass
     return datetime.fromtimestamp(run_dir.stat().st_mtime, UTC)
-
-
-def list_runs(results_dir: Path) -> list[RunInfo]:
-    """Every run folder (one holding results.csv or meta.json), newest first."""
-    results_dir = Path(results_dir)
-    if not results_dir.is_dir():
-        return []
-    runs = []
-    for path in results_dir.iterdir():
-        if not path.is_dir() or not ((path / RESULTS_FILE).exists()
-                                     or (path / META_FILE).exists()):
-            continue
-        meta = read_meta(path)
-        runs.append(RunInfo(
-            id=path.name, path=path, created=_created(path, meta),
-            rows=len(read_rows(path / RESULTS_FILE)), has_report=(path / REPORT_FILE).exists(),
-            grid=str(meta.get("grid_name", "")), status=run_status(meta),
-        ))
-    return sorted(runs, key=lambda r: (r.created, r.id), reverse=True)
-
-
-class RunFolder:
-    """results.csv (a row appended and flushed per case) beside transcripts.jsonl.
-
-    The transcript goes first: a kill between the two leaves a transcript without a row, so
-    the case runs again on resume and its later line wins, instead of a row nobody can read.
-    """
-
-    def __init__(self, run_dir: Path):
-        self.run_dir = Path(run_dir)
-        self._transcripts: TranscriptWriter | None = None
-        self._rows: ResultsWriter | None = None
-
-    def finished(self) -> dict[str, str]:
-        return latest_statuses(self.run_dir / RESULTS_FILE)
-
-    def open(self) -> RunFolder:
-        self._transcripts = TranscriptWriter(self.run_dir / TRANSCRIPTS_FILE)
-        self._rows = ResultsWriter(self.run_dir / RESULTS_FILE)
-        return self
-
-    def write(self, record: CaseRecord) -> None:
-        if self._rows is None or self._transcripts is None:
-            raise RuntimeError("open the run folder before writing to it")
-        self._transcripts.write(record.transcript)
-        self._rows.write(vars(record.row))
-
-    def close(self) -> None:
-        for writer in (self._transcripts, self._rows):
-            if writer is not None:
-                writer.close()
-
-    def __enter__(self) -> RunFolder:
-        return self.open()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()

@@ -81,6 +81,11 @@ class CaseRow(BaseModel):
     package_version: str
     git_commit: str
 
+    @property
+    def paid_calls(self) -> int:
+        """Model calls that cost something (answers from the response cache are free)."""
+        return max(0, self.model_calls - self.cache_hits)
+
 
 @dataclass(frozen=True)
 class CaseRecord:

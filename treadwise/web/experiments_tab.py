@@ -33,9 +33,10 @@ log = logging.getLogger(__name__)
 
 
 def _runs(results_dir: Path) -> list[Any]:
-    from experiments.store.folder import list_runs
+    from experiments.store import list_runs
 
-    return list_runs(results_dir)
+    # Run folders only: the tab reads a run's report and charts from its folder.
+    return list_runs(results_dir, database=False)
 
 
 def run_choices(results_dir: Path) -> list[tuple[str, str]]:
@@ -98,13 +99,13 @@ def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any
 
 
 def _transcript(path: Path | None, case_key: str | None) -> str:
-    from experiments.store.transcripts_file import TranscriptError, find_transcript
+    from experiments.store import open_run
 
     if path is None or not case_key:
         return transcript_html(None)
     try:
-        return transcript_html(find_transcript(path, case_key))
-    except TranscriptError as exc:
+        return transcript_html(open_run(path).transcript(case_key))
+    except ValueError as exc:  # no such case, or (a shared run's) database unreadable
         return transcript_html(None, str(exc))
 
 

@@ -1,4 +1,4 @@
-"""One worker's part in a shared sweep: cases claimed from PostgreSQL, results written there.
+"""One worker's part in a shared sweep: cases claimed from PostgreSQL, results kept there.
 
 A claim is a row lock taken with `FOR UPDATE SKIP LOCKED` (two workers never get the same
 case) that stamps the case with this worker and an expiry; a heartbeat thread pushes the expiry
@@ -18,12 +18,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from experiments.define.grid import Case
-from experiments.run.budget import Budget, paid_calls
+from experiments.run.budget import Budget
+from experiments.store.database import DatabaseRun, keep
 from experiments.store.record import CaseRecord
-from experiments.store.transcripts_file import encode
 
 log = logging.getLogger(__name__)
 MAX_CLAIMS = 3  # a case whose workers died this many times is recorded as an error
@@ -45,19 +46,6 @@ _CLAIM = """
           AND (state = 'todo' OR (state = 'claimed' AND claimed_until < now()))
         ORDER BY position LIMIT 1 FOR UPDATE SKIP LOCKED)
     RETURNING case_key, claims"""
-_KEEP = """
-    INSERT INTO sweep_results (run_id, case_key, status, model_calls, cost_usd, worker,
-                               row_json, transcript)
-    VALUES (%(run)s, %(key)s, %(status)s, %(calls)s, %(cost)s, %(worker)s, %(row)s, %(line)s)
-    ON CONFLICT (run_id, case_key) DO UPDATE
-    SET status = excluded.status, model_calls = excluded.model_calls,
-        cost_usd = excluded.cost_usd, worker = excluded.worker, finished_at = now(),
-        row_json = excluded.row_json, transcript = excluded.transcript
-    WHERE sweep_results.status = 'error'
-    RETURNING seq"""
-_DONE = """
-    UPDATE sweep_cases SET state = 'done', claimed_by = NULL, claimed_until = NULL
-    WHERE run_id = %(run)s AND case_key = %(key)s"""
 _LEFT = """
     SELECT count(*) AS open,
            count(*) FILTER (WHERE model = ANY(%(models)s) AND strategy = ANY(%(strategies)s))
@@ -77,14 +65,18 @@ def worker_name() -> str:
 
 
 class SharedRun:
-    """The CaseSource and ResultsSink of a worker in a shared run; open it with `with`."""
+    """A worker's case source in a shared run, and where it keeps its results (the run's
+    DatabaseRun, written as this worker); open it with `with`."""
 
     def __init__(self, pool: Any, run_id: str, *, claim_s: float, limit: int | None = None,
-                 max_calls: int | None = None, max_cost_usd: float | None = None):
+                 max_calls: int | None = None, max_cost_usd: float | None = None,
+                 folder: Path | None = None):
         if claim_s < 0.5:
             raise ValueError(f"TREADWISE_SWEEP_CLAIM_S must be at least 0.5 s, got {claim_s:g}")
         self.pool, self.run_id, self.claim_s = pool, run_id, claim_s
         self.worker = worker_name()
+        self.store = DatabaseRun(pool, run_id, folder or Path(run_id), writer=self.worker)
+        self.name, self.folder = run_id, self.store.folder
         self.limit = limit
         self.budget = (max_calls, max_cost_usd)
         self.claimed = self.dropped = self.left_for_others = 0
@@ -118,9 +110,14 @@ class SharedRun:
         return self
 
     def finished(self) -> dict[str, str]:
-        rows = self._execute("SELECT case_key, status FROM sweep_results WHERE run_id = %(run)s"
-                             " ORDER BY seq", self._params())
-        return {row["case_key"]: row["status"] for row in rows}
+        return self.store.finished()
+
+    def meta(self) -> dict[str, Any]:
+        """Nothing of the run's own: each worker records the commit it runs."""
+        return {}
+
+    def start(self, meta: dict[str, Any]) -> None:
+        """The run's metadata was kept when it was created; this worker joined at open()."""
 
     def reopen_errors(self) -> int:
         """Put the cases whose result is an error back to be claimed (--retry-errors)."""
@@ -164,7 +161,7 @@ class SharedRun:
 
     def _take(self, key: str, claims: int) -> Case | None:
         if claims > MAX_CLAIMS and self._lost is not None:
-            self.write(self._lost(key, DIED.format(n=claims - 1)))
+            self.append(self._lost(key, DIED.format(n=claims - 1)))
             return None
         with self._lock:
             self._mine.add(key)
@@ -192,21 +189,16 @@ class SharedRun:
                       self._params(why=reason))
         return True
 
-    def write(self, record: CaseRecord) -> None:
+    def append(self, record: CaseRecord) -> bool:
         """Keep a finished case once; a result another worker already kept stands."""
         from psycopg import OperationalError
         from psycopg_pool import PoolTimeout
 
-        row, key = record.row, record.row.case_key
-        params = self._params(
-            key=key, status=row.status, calls=paid_calls(row), cost=row.cost_usd or 0.0,
-            row=row.model_dump_json(),
-            line=encode(record.transcript))
+        key = record.row.case_key
         for attempt in range(1, WRITE_ATTEMPTS + 1):
             try:
                 with self.pool.connection() as conn, conn.transaction():
-                    kept = conn.execute(_KEEP, params).fetchone()
-                    conn.execute(_DONE, params)
+                    kept = keep(conn, self.run_id, self.worker, record)
                 break
             except (OperationalError, PoolTimeout) as exc:
                 if attempt == WRITE_ATTEMPTS:
@@ -215,10 +207,11 @@ class SharedRun:
                 time.sleep(attempt)
         with self._lock:
             self._mine.discard(key)
-        if kept is None:
+        if not kept:
             self.dropped += 1
             log.warning("case %s: another worker kept its result first; this one is dropped",
                         key)
+        return kept
 
     def _heartbeat(self) -> None:
         from psycopg import Error
@@ -261,16 +254,8 @@ class SharedRun:
         self._execute("UPDATE sweep_workers SET status = %(status)s, finished_at = now(), "
                       "last_seen = now() WHERE run_id = %(run)s AND worker = %(worker)s",
                       self._params(status=status))
-        if budget_stop:  # the whole run stops: its budget is the run's, not one worker's
-            self._execute("UPDATE sweep_runs SET status = 'stopped_by_budget', budget_stop = "
-                          "%(why)s WHERE run_id = %(run)s AND status = 'running'",
-                          self._params(why=budget_stop["reason"]))
-        done = self._execute("""
-            UPDATE sweep_runs SET status = 'finished', finished_at = now()
-            WHERE run_id = %(run)s AND status = 'running' AND NOT EXISTS (
-                SELECT 1 FROM sweep_cases WHERE run_id = %(run)s AND state <> 'done')
-            RETURNING run_id""", self._params())
-        self.completed_here = bool(done)
+        self.store.finish(status=status, budget_stop=budget_stop)
+        self.completed_here = self.store.completed
 
     def __enter__(self) -> SharedRun:
         return self.open()
