@@ -7,8 +7,15 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from experiments.store.record import COLUMNS, KINDS, CaseRow, rows_frame
+from experiments.define.grid import load_grid
+from experiments.run.shared import definition
+from experiments.store import NoResults, TranscriptError, list_runs, open_run
+from experiments.store.connection import connect
+from experiments.store.database import DatabaseRun, create
+from experiments.store.folder import FolderRun
+from experiments.store.record import COLUMNS, KINDS, CaseRecord, CaseRow, rows_frame
 from experiments.store.results_file import RESULTS_FILE, ResultsWriter, read_frame, read_rows
+from tests.test_experiments_runner import HOURS, write_grid
 
 
 def case_row(key: str, **values) -> CaseRow:
@@ -77,3 +84,64 @@ def test_an_older_file_without_the_newer_columns_reads_typed(tmp_path):
     assert frame["status"].tolist() == ["failed", "error"]
     assert frame["strategy"].tolist() == ["react", "react"]
     assert frame["judge_score"].isna().all() and frame["ttft_s"].isna().all()
+
+
+def record(key: str, **values) -> CaseRecord:
+    return CaseRecord(case_row(key, **values), {"case_key": key, "status": "ok", "turns": []})
+
+
+def test_a_folder_run_is_written_and_read_through_one_face(tmp_path, monkeypatch):
+    monkeypatch.delenv("TREADWISE_DATABASE_URL", raising=False)
+    grid = load_grid(write_grid(tmp_path, [HOURS]))
+    run = FolderRun.create(grid, tmp_path / "results")
+    assert sorted(p.name for p in run.folder.iterdir()) == [
+        "grid.yaml", "prices.yaml", "scenarios.yaml"]
+    with pytest.raises(NoResults, match="no results.csv yet"):
+        run.rows()
+    run.start({"status": "running", "grid_name": grid.name})
+    with run:
+        assert run.append(record("c0ffee-hours-r1", repeat=1, run_id=run.name))
+        assert run.append(record("c0ffee-hours-r2", repeat=2, status="error", success=False,
+                                 error_type="timeout"))
+    run.finish(status="finished")
+    again = open_run(run.folder)  # a folder holding results.csv is always that folder
+    assert isinstance(again, FolderRun) and again.name == run.name
+    assert again.finished() == {"c0ffee-hours-r1": "ok", "c0ffee-hours-r2": "error"}
+    assert again.meta() == {"status": "finished", "grid_name": grid.name}
+    assert again.rows()["repeat"].tolist() == [1, 2]
+    assert again.transcript("hours-r2")["case_key"] == "c0ffee-hours-r2"
+    with pytest.raises(TranscriptError, match="matches 2 cases"):
+        again.transcript("c0ffee")
+    info = again.info()
+    assert (info.id, info.rows, info.status, info.shared) == (run.name, 2, "finished", False)
+    assert [r.id for r in list_runs(tmp_path / "results")] == [run.name]
+    assert isinstance(open_run("no-such-run"), FolderRun)  # no database: a folder, if any
+
+
+def test_a_database_run_reads_typed_and_exports_the_same_rows(tmp_path, database_url,
+                                                             monkeypatch):
+    monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
+    grid = load_grid(write_grid(tmp_path, [HOURS], repeats=3))
+    keys = [case.key for case in grid.cases()]
+    pool = connect(database_url)
+    assert create(pool, "typed", grid, definition(grid), {"grid_name": grid.name})
+    run = open_run("typed", tmp_path / "results")
+    assert isinstance(run, DatabaseRun) and run.folder == tmp_path / "results" / "typed"
+    assert run.append(record(keys[0], cost_usd=1 / 3, ttft_s=0.25, repeat=1))
+    assert run.append(record(keys[1], status="error", success=False, repeat=2))
+    assert run.append(record(keys[1], repeat=2))  # an error is replaced by a later result
+    assert not run.append(record(keys[0], answer="late", repeat=1))  # a result stands
+    assert run.append(record(keys[2], judge_score=5, judge_cached=True, repeat=3))
+    run.finish(status="finished")
+    assert run.completed and run.meta()["status"] == "finished"
+    assert run.finished() == dict.fromkeys(keys, "ok")
+    assert run.transcript(keys[2][-8:])["case_key"] == keys[2]
+    assert run.info().shared and run.info().rows == 3
+    exported = run.export()
+    assert exported == run.folder and (exported / "transcripts.jsonl").exists()
+    folder = open_run(exported)  # now a folder holding results.csv: that folder
+    assert isinstance(folder, FolderRun)
+    pd.testing.assert_frame_equal(run.rows(), folder.rows())
+    assert run.rows()["answer"].tolist() == ["", "", ""]
+    assert [r.id for r in list_runs(tmp_path / "none")] == ["typed"]
+    assert list_runs(tmp_path / "none", database=False) == []
