@@ -1,5 +1,4 @@
-"""Command line: parse the arguments and dispatch to run (or resume, or join) a sweep, report on
-a run, list runs, show a case, compare runs, export a shared run."""
+"""Command line: parse the arguments and hand each command (run, report, list, show...) on."""
 
 from __future__ import annotations
 

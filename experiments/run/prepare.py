@@ -1,5 +1,4 @@
-"""What every process that runs cases builds once: settings, models, tools, judge and prices,
-and the version of the code it runs."""
+"""What every process that runs cases builds once: models, tools, judge, prices, code version."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Sweep progress: the record callers receive after every case, tqdm's bar for a terminal, and
-the tally of finished cases that feeds both and the budget."""
+"""Sweep progress: what callers get after every case, tqdm's bar, and the tally feeding both."""
 
 from __future__ import annotations
 

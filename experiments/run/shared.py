@@ -1,5 +1,4 @@
-"""Sweeps shared across machines through PostgreSQL: a worker creates or joins a run (its grid
-checked against the run's) and works on it (claims in claims.py, rows in store/database.py)."""
+"""Sweeps shared across machines: a worker creates or joins a run in PostgreSQL and works on it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Which runs exist and where: a run opened by its folder or its name, every run listed. The only
-place that decides between a folder and the database."""
+"""Which runs exist and where: the only place that decides between a folder and the database."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A run kept in PostgreSQL (sweep_runs, sweep_cases, sweep_results): created with its files and
-cases, one result per case key appended, read back typed, exported as a run folder."""
+"""A run kept in PostgreSQL: made with its files and cases, one result per case, read typed."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A run kept in a folder under results/: results.csv, transcripts.jsonl, meta.json and the copies
-of its files; naming, locking and listing such folders."""
+"""A run kept in a folder: results.csv, transcripts.jsonl, meta.json; naming, locking, listing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""One finished case, typed once: its results row (from which the CSV columns, the database row
-and the typed frame all derive) and its transcript."""
+"""A finished case typed once: the row all formats and readers derive from, and its transcript."""
 
 from __future__ import annotations
 

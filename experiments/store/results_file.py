@@ -104,11 +104,6 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def cell_text(value: Any) -> str:
-    """A value as its results.csv field reads back."""
-    return str(_cell(value))
-
-
 def _record(values: Iterable[Any]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow(values)

@@ -53,8 +53,9 @@ def m002_plots(conn: Any) -> None:
 
 @migration
 def m003_shared_sweeps(conn: Any) -> None:
-    # A sweep split across machines (experiments/shared.py, experiments/claims.py): the run and
-    # its files, every case with its claim, one result per case, and the workers that joined.
+    # A sweep split across machines (experiments/run/shared.py and claims.py, and
+    # experiments/store/database.py): the run and its files, every case with its claim, one
+    # result per case, and the workers that joined.
     conn.execute("""
         CREATE TABLE sweep_runs (
             run_id TEXT PRIMARY KEY,
