@@ -522,3 +522,21 @@ def test_worker_processes_share_the_cases_and_a_dead_one_costs_only_its_cases(tm
         "error_message"] for r in lost)
     assert all(r["status"] == "ok" for r in rows if r not in lost)
     assert read_meta(run_dir)["status"] == "finished" and read_meta(run_dir)["workers"] == 2
+
+
+def test_a_case_whose_row_cannot_be_typed_is_an_error_row_not_a_hung_sweep(tmp_path,
+                                                                         monkeypatch):
+    from experiments.run import case_record
+
+    usage = case_record._usage
+
+    def half_a_token(ctx, case, turns, cache):
+        found = usage(ctx, case, turns, cache)
+        return {**found, "input_tokens": 2.5} if case.repeat == 1 and turns else found
+
+    monkeypatch.setattr(case_record, "_usage", half_a_token)
+    run_dir, _ = sweep(write_grid(tmp_path, [HOURS], repeats=2), tmp_path / "out")
+    first, second = sorted(read_rows(run_dir / RESULTS_FILE), key=lambda r: r["repeat"])
+    assert (first["status"], first["error_type"]) == ("error", "harness")
+    assert "record could not be built: ValidationError" in first["error_message"]
+    assert second["status"] == "ok" and read_meta(run_dir)["status"] == "finished"

@@ -17,7 +17,7 @@ from experiments.define.prices import Prices
 from experiments.define.schema import DEFAULT_STRATEGY
 from experiments.run.case_record import HARNESS_ERROR, case_record
 from experiments.run.grading import Judge, Verdict
-from experiments.run.response_cache import ResponseCache
+from experiments.run.response_cache import CacheTally, ResponseCache
 from experiments.run.response_cache import start_tally as start_cache_tally
 from experiments.store.record import CaseRecord
 from treadwise.agent import Agent
@@ -227,11 +227,22 @@ class CaseRunner:
         except Exception as exc:  # noqa: BLE001 - one broken case is a row, not a dead sweep
             talk.harness_error = f"{type(exc).__name__}: {exc}"
             checks = [CheckResult(HARNESS_ERROR, False, talk.harness_error)]
-        record = case_record(self.context, case, talk, checks, cache, self._grade(case, talk))
+        try:
+            record = case_record(self.context, case, talk, checks, cache,
+                                 self._grade(case, talk))
+        except Exception as exc:  # noqa: BLE001 - a row that cannot be typed must not hang
+            record = self.harness_error(case, f"its record could not be built: "
+                                              f"{type(exc).__name__}: {exc}")
         if case_dir.exists() and (keep == "none" or (keep == "failed"
                                                      and record.row.status == "ok")):
             shutil.rmtree(case_dir, ignore_errors=True)
         return record
+
+    def harness_error(self, case: Case, why: str) -> CaseRecord:
+        """The record of a case the harness could not run or record: an error row."""
+        talk = Conversation(harness_error=why)
+        return case_record(self.context, case, talk, [CheckResult(HARNESS_ERROR, False, why)],
+                           CacheTally(), None)
 
     def _grade(self, case: Case, talk: Conversation) -> Verdict | None:
         judge = self.context.judge

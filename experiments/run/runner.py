@@ -18,7 +18,6 @@ from typing import Any, Protocol
 from experiments.define.grid import DEFAULT_GRID, Case, Grid, load_grid
 from experiments.define.prices import load_prices
 from experiments.run.budget import Budget
-from experiments.run.case_record import HARNESS_ERROR
 from experiments.run.lanes import LOST, READY, Event, WorkerSpec, start_lanes
 from experiments.run.prepare import (
     CASES_DIR,
@@ -316,14 +315,8 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
 
 def _lost_record(runner: Any, cases: dict[str, Case]) -> Callable[..., CaseRecord]:
     """An error record for a case a worker process took with it when it died."""
-    from experiments.define.checks import CheckResult
-    from experiments.run.case_record import case_record
-    from experiments.run.cases import Conversation
-    from experiments.run.response_cache import CacheTally
-
     def record(key: str, why: str = "the worker process running this case died") -> CaseRecord:
-        return case_record(runner.context, cases[key], Conversation(harness_error=why),
-                           [CheckResult(HARNESS_ERROR, False, why)], CacheTally(), None)
+        return runner.harness_error(cases[key], why)
 
     return record
 
