@@ -1,0 +1,56 @@
+"""Phrases matched as whole words in free text: the form every vocabulary of the profile takes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+
+def clean_text(text: str) -> str:
+    """Lower-case words separated by single spaces: the form every phrase is matched in."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
+
+
+class Vocabulary:
+    """Canonical names and the phrases that mean them, matched as whole words in free text."""
+
+    def __init__(self, synonyms: Mapping[str, Iterable[str]]):
+        self.names: list[str] = list(synonyms)
+        self._phrases: dict[str, str] = {}
+        for name, phrases in synonyms.items():
+            for phrase in (name, *phrases):
+                if cleaned := clean_text(phrase):
+                    self._phrases.setdefault(cleaned, name)
+        # A trailing "s"/"es" is accepted so "trucks" and "sensors" match without listing plurals.
+        self._patterns = [
+            (phrase, re.compile(rf"(?<![0-9a-z]){re.escape(phrase)}(?:e?s)?(?![0-9a-z])"))
+            for phrase in self._phrases
+        ]
+
+    @property
+    def phrases(self) -> tuple[str, ...]:
+        """Every phrase known, cleaned (lower case, single spaces)."""
+        return tuple(self._phrases)
+
+    def normalise(self, text: str) -> str | None:
+        """The canonical name when the whole text is one of the phrases, else None."""
+        cleaned = clean_text(text)
+        for phrase, pattern in self._patterns:
+            if pattern.fullmatch(cleaned):
+                return self._phrases[phrase]
+        return None
+
+    def find(self, text: str) -> str | None:
+        """The canonical name of the longest phrase found in the text (earliest on a tie)."""
+        best = self.find_spans(text)
+        return best[0][0] if best else None
+
+    def find_spans(self, text: str) -> list[tuple[str, str, int, int]]:
+        """(name, phrase, start, end) of every phrase in the cleaned text, best match first."""
+        cleaned = clean_text(text)
+        found = []
+        for phrase, pattern in self._patterns:
+            if match := pattern.search(cleaned):
+                found.append((-len(phrase), match.start(), match.end(), self._phrases[phrase],
+                              phrase))
+        return [(name, phrase, start, end) for _, start, end, name, phrase in sorted(found)]
