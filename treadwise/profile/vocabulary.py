@@ -26,6 +26,22 @@ class Vocabulary:
             (phrase, re.compile(rf"(?<![0-9a-z]){re.escape(phrase)}(?:e?s)?(?![0-9a-z])"))
             for phrase in self._phrases
         ]
+        # Phrases by their first word: a text is searched only for the phrases whose first
+        # word it has, not for all of them (hundreds of patterns per lookup otherwise).
+        self._by_first: dict[str, list[int]] = {}
+        for index, phrase in enumerate(self._phrases):
+            self._by_first.setdefault(phrase.split(" ", 1)[0], []).append(index)
+
+    def _candidates(self, cleaned: str) -> list[tuple[str, re.Pattern[str]]]:
+        """The patterns that can match the cleaned text, in the vocabulary's order: a phrase
+        starts at a word, which is its first word (or, alone, that word plus "s" or "es")."""
+        keys = set()
+        for word in set(cleaned.split(" ")):
+            keys.add(word)
+            if word.endswith("s"):
+                keys.update((word[:-1], word[:-2]) if word.endswith("es") else (word[:-1],))
+        indices = sorted(i for key in keys for i in self._by_first.get(key, ()))
+        return [self._patterns[i] for i in indices]
 
     @property
     def phrases(self) -> tuple[str, ...]:
@@ -35,7 +51,7 @@ class Vocabulary:
     def normalise(self, text: str) -> str | None:
         """The canonical name when the whole text is one of the phrases, else None."""
         cleaned = clean_text(text)
-        for phrase, pattern in self._patterns:
+        for phrase, pattern in self._candidates(cleaned):
             if pattern.fullmatch(cleaned):
                 return self._phrases[phrase]
         return None
@@ -49,7 +65,7 @@ class Vocabulary:
         """(name, phrase, start, end) of every phrase in the cleaned text, best match first."""
         cleaned = clean_text(text)
         found = []
-        for phrase, pattern in self._patterns:
+        for phrase, pattern in self._candidates(cleaned):
             if match := pattern.search(cleaned):
                 found.append((-len(phrase), match.start(), match.end(), self._phrases[phrase],
                               phrase))
