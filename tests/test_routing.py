@@ -148,3 +148,12 @@ def test_every_strategy_answers_with_routed_tools(agent, strategy):
     assert len(result.calls.per_call) == result.llm_calls
     assert all(r.toolsets == ["calculus"] and r.tools == len(GROUPS["calculus"])
                for r in result.calls.per_call)
+
+
+def test_groups_without_tools_here_are_not_claimed_and_none_left_binds_everything(data_dir):
+    model = ScriptedModel(script=[AIMessage("Noted.")])
+    agent = Agent(Settings(data_dir=data_dir), toolsets=("math",), models={"scripted": model})
+    web = agent.run("Search the web for the latest news on 7 times 8", model="scripted")
+    hours = agent.run("What are your opening hours?", model="scripted")
+    assert web.routing["toolsets"] == ["arithmetic"]
+    assert hours.routing["toolsets"] is None and bound(model, 1) == EVERY_TOOL - BUSINESS

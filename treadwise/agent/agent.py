@@ -22,7 +22,7 @@ from langchain_core.messages import (
 )
 
 from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, start_calls, within
-from treadwise.agent.routing import check_mode, last_user_text, route_turn
+from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
 from treadwise.conversation import current_turn
@@ -160,6 +160,7 @@ class Agent:
                 + (("web",) if web_search_enabled() else ())
             tools = get_tools(*names, context=context)
         self.tools = tools
+        self.tool_groups = group_of(tool.name for tool in tools)
         self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir,
                                                               self.settings.database_url)
         self.system_prompt = system_prompt
@@ -234,8 +235,8 @@ class Agent:
             return
         before = self._head(thread_id)
         history = before.checkpoint["channel_values"].get("messages", []) if before else []
-        context = replace(context, route=route_turn(mode, message, last_user_text(history)))
-        result.routing = context.route.record()
+        route = route_turn(mode, message, last_user_text(history), self.tool_groups)
+        context, result.routing = replace(context, route=route), route.record()
         settled = False  # memory holds the finished turn, or is back as it was
         # The turn runs in its own context: the request tally it starts is seen by every
         # model call, whichever thread resumes this generator.

@@ -125,16 +125,20 @@ def groups_named(text: str) -> tuple[set[str], bool]:
     return found, bool(named) or "calculus" in found
 
 
-def route_turn(mode: str, message: str, previous: str | None = None) -> Route:
+def route_turn(mode: str, message: str, previous: str | None = None,
+               available: Iterable[str] | None = None) -> Route:
     """The route of a user turn, from its message and the user message before it: a message
-    that names no group, or leans on the one before, also gets the groups of the one before."""
+    that names no group, or leans on the one before, also gets the groups of the one before.
+    Only groups with tools among `available` count; with none left, every tool is bound."""
     mode = check_mode(mode)
     if mode != "on":
         return Route(mode)
     groups, named = groups_named(message)
     if previous and (not named or _FOLLOW_UP_RE.search(message)):
         groups |= groups_named(previous)[0]
-    return Route(mode, frozenset(groups or {HOME}))
+    usable = set(GROUPS) if available is None else set(available)
+    chosen = (groups or {HOME}) & usable
+    return Route(mode, frozenset(chosen) if chosen else None)
 
 
 def _typed_by_customer(message: Any) -> bool:
