@@ -1,15 +1,13 @@
-"""Bytes and input tokens per model call, routing and compact prompts on vs off, through openai:.
+"""Bytes and input tokens per model call, routing and compact prompts on vs off, via openai:."""
 
-The default scenarios (experiments/scenarios/default.yaml) run through the real langchain-openai
-client against a loopback OpenAI server that records every request. The server's replies mirror
-what the offline model (rule-based, not an LLM) would do with the same request: it reads the
-messages and the tools offered, and calls a tool or answers exactly as the offline model would,
-so a tool left out by routing is a tool it cannot call. Input tokens are counted with a real
-BPE tokenizer (SmolLM2's, from the bundled GGUF) over what the model reads: each message's text
-and tool calls, and each offered tool's schema; without llama-cpp-python, four bytes a token.
-
-    python benchmarks/request_size.py
-"""
+# The default scenarios (experiments/scenarios/default.yaml) run through the real
+# langchain-openai client against a loopback OpenAI server that records every request. The
+# server's replies mirror what the offline model (rule-based, not an LLM) would do with the same
+# request: it reads the messages and the tools offered, and calls a tool or answers exactly as the
+# offline model would, so a tool left out by routing is a tool it cannot call. Input tokens are
+# counted with a real BPE tokenizer (SmolLM2's, from the bundled GGUF) over what the model reads:
+# each message's text and tool calls, and each offered tool's schema; without llama-cpp-python,
+# four bytes a token. Run: python benchmarks/request_size.py
 
 from __future__ import annotations
 

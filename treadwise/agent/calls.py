@@ -1,5 +1,4 @@
-"""How a turn's model calls went: HTTP attempts, retry waits, time to first token, usage,
-and for each call the tools it bound, its tokens and the bytes it sent."""
+"""How a turn's model calls went: HTTP attempts, retries, first token, usage, and each call's."""
 
 from __future__ import annotations
 

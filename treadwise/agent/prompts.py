@@ -1,10 +1,9 @@
-"""System prompts: the shared rules, then a persona's voice; the business facts stay in the tools.
+"""System prompts: the shared rules, then a persona's voice; business facts stay in the tools."""
 
-Stable content comes first and varying content last, so a provider's prompt cache keeps the
-longest prefix: the rules and the list of topics (the same for every persona and turn), the
-persona (the same for a whole conversation), then what a call adds (a strategy stage's
-instructions, the note on tools left out of this call).
-"""
+# Stable content comes first and varying content last, so a provider's prompt cache keeps the
+# longest prefix: the rules and the list of topics (the same for every persona and turn), the
+# persona (the same for a whole conversation), then what a call adds (a strategy stage's
+# instructions, the note on tools left out of this call).
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""Tool routing: the tool groups a turn binds, read from the user's words before the first call.
+"""Tool routing: the tool groups a turn binds, read from the user's words before the first call."""
 
-A group is a handful of tools and the words that call for them; business words come from the
-business profile's vocabulary (vehicles, usages, places, services, topics), so a new city or
-FAQ section routes without code. A turn binds the groups its message names, else those of the
-previous user message (a short follow-up such as "Denver" or "yes"), else the business group,
-home of a TreadWise assistant. Tools outside every group (MCP servers, plugins) are always bound:
-routing cannot judge what it does not know. A call to a known tool outside the bound groups still
-runs (the tool node holds every tool) and widens the turn's groups from the next call on.
-"""
+# A group is a handful of tools and the words that call for them; business words come from the
+# business profile's vocabulary (vehicles, usages, places, services, topics), so a new city or
+# FAQ section routes without code. A turn binds the groups its message names, plus those of the
+# previous user message when it names none or leans on it ("Denver", "what about from 0 to 6?"),
+# else the business group, home of a TreadWise assistant. Tools outside every group (MCP
+# servers, plugins) are always bound: routing cannot judge what it does not know. A call to a
+# known tool outside the bound groups still runs (the tool node holds every tool) and widens the
+# turn's groups from the next call on.
 
 from __future__ import annotations
 
