@@ -112,8 +112,11 @@ _FORMULA_RE, _RECKON_RE, _FOLLOW_UP_RE = map(_compiled, (_FORMULA, _RECKON, _FOL
 def groups_named(text: str) -> tuple[set[str], bool]:
     """The groups a message calls for, and whether it names one outright (a bare sum or
     "calculate" only hints at arithmetic)."""
+    from treadwise.emails import IN_TEXT_RE
     from treadwise.profile import business_phrases, clean_text
 
+    # An address is business, and its digits and dashes ("ana-2@x.com") are not a sum.
+    text = IN_TEXT_RE.sub(" @ ", text)
     named = {group for group, pattern in _PATTERNS.items() if pattern.search(text)}
     if HOME not in named and _business_words(business_phrases()).search(clean_text(text)):
         named.add(HOME)
