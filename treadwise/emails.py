@@ -47,7 +47,7 @@ def scan(text: str) -> Found:
     spirit of Unicode's UTS #39: such an address is never shortened into a readable one."""
     found = Found()
     for match in TOKEN_RE.finditer(text):
-        token = match.group(0).rstrip(TRAILING)
+        token = _unwrapped(match.group(0))
         odd = next((c for c in token if not (c.isascii() and (c.isalnum() or c in "._%+-@"))),
                    None)
         if odd is not None and not odd.isascii():
@@ -56,6 +56,20 @@ def scan(text: str) -> Found:
         if IN_TEXT_RE.fullmatch(token):
             found.addresses.append(token)
     return found
+
+
+def _unwrapped(token: str) -> str:
+    """The token without the quotation marks or brackets of any script around it ("“x@y.z”")
+    and without a closing full stop; nothing inside it is touched."""
+    def wrapping(char: str) -> bool:
+        return not char.isascii() and unicodedata.category(char)[0] in "PZ"
+
+    start, end = 0, len(token)
+    while start < end and wrapping(token[start]):
+        start += 1
+    while end > start and (wrapping(token[end - 1]) or token[end - 1] in TRAILING):
+        end -= 1
+    return token[start:end]
 
 
 def find_emails(text: str) -> list[str]:

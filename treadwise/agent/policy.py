@@ -64,8 +64,9 @@ def _offered(messages: Sequence[AnyMessage]) -> bool:
 
 
 def _not_given(email: str, recent: list[str]) -> Refusal:
-    typed = [look for text in recent for look in lookalikes(text)
-             if look.typed.lower().endswith(email) or not email]
+    # Whatever the model made of an address with a look-alike letter ("na@", "bb@", "bob@"),
+    # the customer did not type it: ask for the address again.
+    typed = [look for text in recent[-1:] for look in lookalikes(text)]
     if typed:
         return Refusal(f"the address the customer typed, {typed[-1].typed!r}, holds "
                        f"{typed[-1].describe()}, a character an address cannot hold as typed; "
