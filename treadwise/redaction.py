@@ -98,8 +98,9 @@ NINO_RE = re.compile(r"\b(?![DFIQUV])[A-CEGHJ-PR-TW-Z](?![DFIQUVO])[A-CEGHJ-NPR-
                      r" ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")
 ID_LABEL_RE = re.compile(
     r"(?P<label>\b(?:passport|driv(?:er'?s?|ing)\s+licen[cs]e|national\s+(?:id(?:entity)?"
-    r"|insurance)|tax\s+id|ssn|social\s+security|social\s+insurance|sin|nino|ni)(?:\s+(?:card\s+)?"
-    r"(?:number|no\.?|#))?\s*(?:is|:|=|#)?\s*)(?P<value>[A-Z0-9](?:[A-Z0-9 -]{3,18})[A-Z0-9])",
+    r"|insurance)|tax\s+id|ssn|social\s+security|social\s+insurance|sin|nino|ni)"
+    r"(?:\s+(?:card\s+)?(?:number|no\.?|#))?\s*(?:is|:|=|#)?\s*)"
+    r"(?P<value>[A-Z0-9]{2,}(?:[ -]\d[A-Z0-9]*)*(?:[ -][A-Z](?![A-Z]))?)",
     re.IGNORECASE)
 
 # Card ranges (issuer prefixes and lengths) of the networks people type: Visa, Mastercard,

@@ -22,7 +22,7 @@ from langchain_core.messages import (
 )
 
 from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, within
-from treadwise.agent.policy import for_customer
+from treadwise.agent.policy import erase_on_request, for_customer
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
 from treadwise.conversation import current_turn
@@ -372,7 +372,8 @@ class Agent:
         result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
         if ai and result.error is None:
             last = ai[-1]
-            result.answer = for_customer(redact(last.text), turn).strip()
+            answer = for_customer(redact(last.text), turn)
+            result.answer = erase_on_request(answer, messages, self.tools, thread_id).strip()
             result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap"))
 
     def history(self, thread_id: str) -> list[AnyMessage]:

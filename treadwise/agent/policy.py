@@ -1,11 +1,11 @@
-"""Tool-call rules the graph enforces whatever a model asks for: consent before a lead, the
-customer's own words before feedback or erasure; the model gets the reason, people a plain ask."""
+"""Tool-call rules enforced whatever a model asks: consent for leads, own words for feedback."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
@@ -218,3 +218,29 @@ def for_customer(answer: str, turn: Sequence[AnyMessage]) -> str:
     if "Refused:" in answer or TELL.strip() in answer or any(r in answer for r in reasons):
         return " ".join(dict.fromkeys(asks))
     return answer
+
+
+def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequence[Any],
+                     thread_id: str) -> str:
+    """The backstop for erasure, whatever the model did: when the customer's latest message
+    withdraws consent (or refuses contact) and no erasure ran this turn, run it now and say
+    truthfully what went, instead of an answer that may promise what nobody did."""
+    latest = customer_messages(messages)[-1:]
+    if not latest or erase_refusal(messages) is not None:
+        return answer
+    turn = current_turn(messages)
+    if any(isinstance(m, ToolMessage) and m.name == ERASE_TOOL and m.status != "error"
+           for m in turn):
+        return answer
+    tool = next((t for t in tools if getattr(t, "name", "") == ERASE_TOOL), None)
+    if tool is None:
+        return answer
+    try:
+        done = str(tool.invoke({}, config={"configurable": {"thread_id": thread_id}}))
+    except Exception as exc:  # noqa: BLE001 - a failed erasure is reported, never raised
+        return f"I couldn't delete your data right now ({type(exc).__name__}). Please try again."
+    withdrew = consent.withdraws(consent.own_words(latest[0].text))
+    if done.startswith("Deleted: "):
+        return f"I've deleted {done.removeprefix('Deleted: ')} Nobody will contact you."
+    return ("Nothing was stored from this conversation, so there is nothing to delete; "
+            "nobody will contact you.") if withdrew else answer

@@ -124,7 +124,8 @@ def validate_email(email: str) -> str:
 def validate_text(value: str, field: str, limit: int, *, required: bool, lines: bool) -> str:
     # A key, card number or password typed into a lead or question is never stored, and
     # neither is markup (a web page's <script> stays out of every export and viewer).
-    value = re.sub(r"[ \t]{2,}", " ", MARKUP_RE.sub(" ", redact(value))).strip()
+    value = re.sub(r"[ \t]+(?=[?.!,;:])|(?<=[ \t])[ \t]+", "",
+                   MARKUP_RE.sub(" ", redact(value))).strip()
     if required and not value:
         raise InvalidLead(f"the {field} is empty")
     if len(value) > limit:
