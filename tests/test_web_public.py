@@ -118,7 +118,8 @@ def test_an_anonymous_visitor_reads_no_experiment_run(results: Path, tmp_path: P
     settings = public(tmp_path / "data")
     with serve_in_process(settings, results_dir=results) as url:
         anonymous = visitor(url)
-        calls = {"/runs_refresh": (run,), "/runs_show": (run,), "/compare": (run, run),
+        # In the order the page uses them, so each value is among the choices it would have.
+        calls = {"/runs_refresh": (None,), "/runs_show": (run,), "/compare": (run, run),
                  "/transcript_config": (run, None), "/transcript": (run, "typed"),
                  "/sweep": (1,)}
         for api_name, args in calls.items():
