@@ -54,6 +54,23 @@ def test_the_start_banner_says_where_and_how_open_the_app_is():
     public = banner(Settings.from_env({"TREADWISE_HOST": "0.0.0.0"}))
     assert "public mode" in public and "no login" in public and "no sweeps" in public
     assert "share" not in local + public
+    assert "Rate limits count the connecting address" in public
+    behind = banner(Settings.from_env({"TREADWISE_PUBLIC": "1",
+                                       "TREADWISE_TRUSTED_PROXIES": "127.0.0.1",
+                                       "TREADWISE_DATABASE_URL": "postgresql://db/treadwise"}))
+    assert "X-Forwarded-For gives when the request comes from 127.0.0.1" in behind
+    assert "TREADWISE_SECRET_KEY is not set" in behind
+
+
+def test_trusted_proxies_and_the_secret_are_checked_settings():
+    settings = Settings.from_env({"TREADWISE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8, ::1",
+                                  "TREADWISE_SECRET_KEY": "s" * 32})
+    assert settings.trusted_proxies == ("127.0.0.1", "10.0.0.0/8", "::1")
+    assert "s" * 32 not in repr(settings)
+    with pytest.raises(ValueError, match="TREADWISE_TRUSTED_PROXIES must list IP addresses"):
+        Settings.from_env({"TREADWISE_TRUSTED_PROXIES": "nginx"})
+    with pytest.raises(ValueError, match="TREADWISE_SECRET_KEY must be at least 16"):
+        Settings.from_env({"TREADWISE_SECRET_KEY": "short"})
 
 
 def test_the_rate_limit_is_a_sliding_minute_per_key():

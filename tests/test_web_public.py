@@ -20,6 +20,7 @@ from tests.conftest import REPO
 from treadwise.settings import Settings
 from treadwise.testing.webapp import chat_text, serve_in_process
 from treadwise.web.access import ADMIN_ONLY
+from treadwise.web.resume import SECRET_FILE, ThreadLinks
 
 WAIT_S = 90
 SLOW_DOWN = "Please slow down"
@@ -186,3 +187,21 @@ def test_a_visitor_cannot_reopen_another_visitors_conversation(tmp_path: Path):
         assert "ana@fleetco.com" in opened(url, ana_export["resume"])
         assert "ana@fleetco.com" not in opened(url, bob_link)
     assert ana_thread[:8] not in ana_file and ana_file.endswith(".json")
+
+
+def test_links_are_signed_with_the_shared_secret_or_one_kept_in_the_data_dir(tmp_path: Path):
+    thread = uuid.uuid4().hex
+    data = tmp_path / "data"
+    first, second = (ThreadLinks(public(data)) for _ in range(2))
+    link = first.link(thread)
+    assert second.thread_of(link) == thread, "processes sharing a data dir share its secret"
+    assert (data / SECRET_FILE).stat().st_mode & 0o077 == 0
+    assert ThreadLinks(public(tmp_path / "other")).thread_of(link) is None
+    shared = {"TREADWISE_SECRET_KEY": "replicas-share-this-one"}
+    a, b = (ThreadLinks(public(tmp_path / name, **shared)) for name in ("a", "b"))
+    assert b.thread_of(a.link(thread)) == thread and not (tmp_path / "a" / SECRET_FILE).exists()
+    assert first.thread_of(thread) is None, "a public page never takes a bare id"
+    local = dataclasses.replace(Settings.from_env({}), data_dir=data)
+    assert ThreadLinks(local).thread_of(thread) == thread
+    for hostile in (None, ["x"], "../../etc/passwd", f"{thread}.", f"{thread}.{'g' * 32}"):
+        assert first.thread_of(hostile) is None
