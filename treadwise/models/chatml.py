@@ -26,7 +26,7 @@ TOOLS_INTRO = (
 )
 
 
-def _summary(text: str, words: int = 12) -> str:
+def summary(text: str, words: int = 12) -> str:
     """The description's first clause, at most a dozen words."""
     line = " ".join((text or "").split())
     line = re.split(r"[.:;(]\s|\s\(|[.:;]$", line, maxsplit=1)[0]
@@ -39,8 +39,7 @@ def _signature(tool: Mapping[str, Any]) -> str:
     params = function.get("parameters") or {}
     required = set(params.get("required") or ())
     names = [n if n in required else f"{n}?" for n in (params.get("properties") or {})]
-    summary = _summary(function.get("description", ""))
-    return f"- {function['name']}({', '.join(names)}): {summary}"
+    return f"- {function['name']}({', '.join(names)}): {summary(function.get('description', ''))}"
 
 
 def tool_choice_name(tool_choice: Any) -> str | None:
@@ -50,24 +49,6 @@ def tool_choice_name(tool_choice: Any) -> str | None:
     if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "any", "required"):
         return tool_choice
     return None
-
-
-def examples() -> str:
-    """Two worked exchanges after the system message. A 135M model ignored the instructions
-    alone on every test prompt; with examples to copy it sometimes calls a tool. They are maths
-    only, so no business fact in them can be repeated as if it were true."""
-    from langchain_core.messages import HumanMessage
-
-    turns: list[BaseMessage] = []
-    for question, tool, args, result, answer in (
-            ("What is 2 plus 3?", "add", {"a": 2, "b": 3}, "2 + 3 = 5", "2 plus 3 is 5."),
-            ("What is the square root of 49?", "square_root", {"x": 49}, "sqrt(49) = 7",
-             "The square root of 49 is 7.")):
-        call_id = f"example_{tool}"
-        turns += [HumanMessage(question),
-                  AIMessage("", tool_calls=[{"name": tool, "args": args, "id": call_id}]),
-                  ToolMessage(result, tool_call_id=call_id, name=tool), AIMessage(answer)]
-    return "".join(render_message(m) for m in turns)
 
 
 def tools_section(tools: Sequence[Mapping[str, Any]], tool_choice: Any = None) -> str:
