@@ -19,8 +19,9 @@ INSTALL_HINT = "python -m pip install -r requirements-local.txt"
 DEFAULT_N_CTX = 8192
 # Room the reply needs at least; a prompt that leaves less is refused rather than cut mid-word.
 MIN_REPLY_TOKENS = 32
-# One system block per persona and tool setting stays ready: three personas, with and without tools.
-SAVED_PREFIXES = 6
+# First blocks kept ready as saved states (about 25 kB a token): a persona with and without tools,
+# the pick step per tool list, the arguments step of the tools in use.
+SAVED_PREFIXES = 12
 # Tokenized prompt blocks kept per engine (a few hundred kB at most).
 BLOCK_CACHE = 512
 

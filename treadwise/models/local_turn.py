@@ -99,11 +99,7 @@ class LocalTurn:
         elif not tools:
             yield from self._answer()
         elif self.options.routing == "tool" and not must_call:
-            # The pick step chooses among the routed tools; after a result it answers.
-            if self.results:
-                yield from self._answer()
-            else:
-                yield from self._call_or_answer(self._pick(tools))
+            yield from self._call_or_answer(self._pick(tools))
         else:
             yield from self._single(tools, must_call)
 
@@ -152,24 +148,33 @@ class LocalTurn:
         return any(c["name"] == call.name and c["args"] == call.args for c in made)
 
     def _pick(self, tools: Sequence[Mapping[str, Any]]) -> chatml.ParsedCall | None:
+        """The tool the model picks from the short list, with its arguments; None to answer.
+        After a result "answer" is one of the choices, and a tool already used this turn
+        counts as that choice, so a chain moves on and a small model cannot loop."""
         labels = prompts.pick_labels([function_of(t)["name"] for t in tools])
-        constraint = Constraint(choice_grammar(list(labels))) if self.constrained else None
-        with closing(self._generate("pick", prompts.pick_prompt(tools, self.question),
-                                    PICK_TOKENS, constraint)) as pieces:
+        options = [*labels, prompts.ANSWER_OPTION] if self.results else list(labels)
+        constraint = Constraint(choice_grammar(options)) if self.constrained else None
+        blocks = prompts.pick_prompt(tools, self.question, self.results)
+        with closing(self._generate("pick", blocks, PICK_TOKENS, constraint)) as pieces:
             text = "".join(pieces).strip()
         if not self.constrained:
             # Free: the first word is the choice, whether or not such a tool exists.
             text = (re.findall(r"[A-Za-z_][\w.-]*", text) or [""])[0]
-        chosen = self._tool(labels.get(text, text))
+        used = {c["name"] for m in self.turn if isinstance(m, AIMessage) for c in m.tool_calls}
+        name = labels.get(text, text)
+        if not text or text == prompts.ANSWER_OPTION or name in used:
+            return None
+        chosen = self._tool(name)
         if chosen is None:
             # An invented name stays a call, so the tools answer that no such tool exists.
-            return chatml.ParsedCall(text, {}, text) if text else None
+            return chatml.ParsedCall(text, {}, text)
         return self._arguments(chosen)
 
     def _arguments(self, tool: Mapping[str, Any]) -> chatml.ParsedCall | None:
         name = function_of(tool)["name"]
         constraint = Constraint(arguments_grammar(tool)) if self.constrained else None
-        with closing(self._generate("arguments", prompts.arguments_prompt(tool, self.question),
+        blocks = prompts.arguments_prompt(tool, self.question, self.results)
+        with closing(self._generate("arguments", blocks,
                                     CALL_TOKENS, constraint)) as pieces:
             text = "".join(pieces).strip()
         if self.steps[-1].stats.finish_reason != "stop" and self.constrained:
@@ -223,8 +228,7 @@ class LocalTurn:
         """Prose: from the tool results when there are any (then in the persona's voice),
         else from the persona's essentials and the conversation."""
         if not self.results:
-            head = [chatml.system_block(self._head(), "")]
-            with closing(self._generate("answer", [*head, *self._body(head)],
+            with closing(self._generate("answer", self.prose_blocks(),
                                         self.options.max_tokens)) as pieces:
                 yield from pieces
             return
@@ -245,6 +249,12 @@ class LocalTurn:
                 yield piece
         if closer:
             yield _joiner(text) + closer
+
+    def prose_blocks(self) -> list[str]:
+        """The prompt of an answer without tool results: the persona's essentials and the
+        latest turns that fit."""
+        head = [chatml.system_block(self._head(), "")]
+        return [*head, *self._body(head)]
 
     def _rng(self) -> random.Random:
         if self.options.seed is None:
