@@ -21,8 +21,6 @@ LOCAL_RULES = ("Use a tool for every calculation and for every fact about TreadW
 CALL_INTRO = ("To use a tool, reply with only this line:\n"
               '<tool_call>{"name": "TOOL", "arguments": {ARGUMENTS}}</tool_call>\nTools:')
 PICK_INTRO = "Choose the tool for the customer's message. Reply with the tool's name only.\nTools:"
-ANSWER_OPTION = "answer"
-ANSWER_SUMMARY = "nothing more to look up: answer with what the tools said"
 ARGS_INTRO = ("Write the arguments of the tool {name} for the customer's message, as one JSON "
               "object with every argument.\n{name}: {summary}\nArguments:")
 ANSWER_INTRO = ("Answer the customer's question in one or two sentences, using only the facts "
@@ -98,17 +96,13 @@ def pick_labels(names: Sequence[str]) -> dict[str, str]:
     return labels
 
 
-def pick_prompt(tools: Sequence[Mapping[str, Any]], question: str,
-                results: Sequence[ToolMessage] = ()) -> list[str]:
-    """Which tool the message needs: the list, the closest examples, the message (and what the
-    tools said so far, with "answer" among the choices)."""
+def pick_prompt(tools: Sequence[Mapping[str, Any]], question: str) -> list[str]:
+    """Which tool the message needs: the list, the closest examples, the message."""
     labels = pick_labels(_names(tools))
     label_of = {name: label for label, name in labels.items()}
     listing = "\n".join(f"- {label_of[function_of(t)['name']]}: "
                         f"{chatml.summary(function_of(t).get('description', ''))}"
                         for t in tools)
-    if results:
-        listing += f"\n- {ANSWER_OPTION}: {ANSWER_SUMMARY}"
     names = set(_names(tools))
     # Every example of these tools rides in the first block, read once and kept (a saved
     # state per tool list); the closest few come again last, where the model copies them.
@@ -117,15 +111,7 @@ def pick_prompt(tools: Sequence[Mapping[str, Any]], question: str,
     head = chatml.system_block(f"{PICK_INTRO}\n{listing}", "") + every
     shown = closest(question, _names(tools), EXAMPLE_COUNT)
     return [head, *(b for e in shown for b in _exchange(e.ask, label_of[e.tool])),
-            *_exchange_open(with_results(question, results))]
-
-
-def with_results(question: str, results: Sequence[ToolMessage]) -> str:
-    """The message, and what the tools said so far in this turn."""
-    if not results:
-        return question
-    done = "; ".join(f"{r.name} gave {' '.join(r.text.split())[:200]}" for r in results)
-    return f"{question}\n(So far: {done}.)"
+            *_exchange_open(question)]
 
 
 def _parameter_lines(tool: Mapping[str, Any]) -> str:
@@ -139,8 +125,7 @@ def _parameter_lines(tool: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def arguments_prompt(tool: Mapping[str, Any], question: str,
-                     results: Sequence[ToolMessage] = ()) -> list[str]:
+def arguments_prompt(tool: Mapping[str, Any], question: str) -> list[str]:
     """The arguments of one chosen tool: its parameters, its closest examples, the message."""
     function = function_of(tool)
     intro = ARGS_INTRO.format(name=function["name"],
@@ -148,7 +133,7 @@ def arguments_prompt(tool: Mapping[str, Any], question: str,
     shown: list[Example] = closest(question, [function["name"]], 1)
     return [chatml.system_block(f"{intro}\n{_parameter_lines(tool)}", ""),
             *(b for e in shown for b in _exchange(e.ask, json.dumps(e.args))),
-            *_exchange_open(with_results(question, results))]
+            *_exchange_open(question)]
 
 
 def _exchange_open(question: str) -> list[str]:

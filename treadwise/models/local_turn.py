@@ -99,7 +99,12 @@ class LocalTurn:
         elif not tools:
             yield from self._answer()
         elif self.options.routing == "tool" and not must_call:
-            yield from self._call_or_answer(self._pick(tools))
+            # One tool a turn: picking again after a result, SmolLM2 chained nothing right
+            # and sent availability answers on to record_customer_interest with made-up data.
+            if self.results:
+                yield from self._answer()
+            else:
+                yield from self._call_or_answer(self._pick(tools))
         else:
             yield from self._single(tools, must_call)
 
@@ -148,23 +153,18 @@ class LocalTurn:
         return any(c["name"] == call.name and c["args"] == call.args for c in made)
 
     def _pick(self, tools: Sequence[Mapping[str, Any]]) -> chatml.ParsedCall | None:
-        """The tool the model picks from the short list, with its arguments; None to answer.
-        After a result "answer" is one of the choices, and a tool already used this turn
-        counts as that choice, so a chain moves on and a small model cannot loop."""
+        """The tool the model picks from the short list, with its arguments."""
         labels = prompts.pick_labels([function_of(t)["name"] for t in tools])
-        options = [*labels, prompts.ANSWER_OPTION] if self.results else list(labels)
-        constraint = Constraint(choice_grammar(options)) if self.constrained else None
-        blocks = prompts.pick_prompt(tools, self.question, self.results)
+        constraint = Constraint(choice_grammar(list(labels))) if self.constrained else None
+        blocks = prompts.pick_prompt(tools, self.question)
         with closing(self._generate("pick", blocks, PICK_TOKENS, constraint)) as pieces:
             text = "".join(pieces).strip()
         if not self.constrained:
             # Free: the first word is the choice, whether or not such a tool exists.
             text = (re.findall(r"[A-Za-z_][\w.-]*", text) or [""])[0]
-        used = {c["name"] for m in self.turn if isinstance(m, AIMessage) for c in m.tool_calls}
-        name = labels.get(text, text)
-        if not text or text == prompts.ANSWER_OPTION or name in used:
+        if not text:
             return None
-        chosen = self._tool(name)
+        chosen = self._tool(labels.get(text, text))
         if chosen is None:
             # An invented name stays a call, so the tools answer that no such tool exists.
             return chatml.ParsedCall(text, {}, text)
@@ -173,7 +173,7 @@ class LocalTurn:
     def _arguments(self, tool: Mapping[str, Any]) -> chatml.ParsedCall | None:
         name = function_of(tool)["name"]
         constraint = Constraint(arguments_grammar(tool)) if self.constrained else None
-        blocks = prompts.arguments_prompt(tool, self.question, self.results)
+        blocks = prompts.arguments_prompt(tool, self.question)
         with closing(self._generate("arguments", blocks,
                                     CALL_TOKENS, constraint)) as pieces:
             text = "".join(pieces).strip()
