@@ -28,6 +28,8 @@ ANSWER_INTRO = ("Answer the customer's question in one or two sentences, using o
 RESULT_CHARS = 300
 MAX_QUOTED_LINES = 16
 EXAMPLE_COUNT = 5
+# A call example is three times a pick's length, and every one is read anew for each message.
+CALL_EXAMPLES = 3
 # Voice parts around a grounded answer, by the tool that produced the result.
 FRAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "check_service_availability": (("availability_opener", "opener"),
@@ -70,16 +72,21 @@ def _exchange(ask: str, reply: str) -> list[str]:
     return [chatml.render_message(HumanMessage(ask)), chatml.render_message(AIMessage(reply))]
 
 
-def call_prompt(head: str, tools: Sequence[Mapping[str, Any]], question: str,
-                body: list[str], forced: str | None = None) -> list[str]:
-    """One reply that is a tool call or prose: the tools, the closest examples in the call
-    format, then the conversation ``body`` (blocks ending with the assistant's header)."""
+def call_head(head: str, tools: Sequence[Mapping[str, Any]], forced: str | None = None) -> str:
+    """The first block of a reply that is a tool call or prose: who speaks and the tools."""
     lines = [head, "", CALL_INTRO, _listing(tools)]
     if forced:
         lines.append(f"Call the tool {forced} now.")
-    shown = closest(question, _names(tools), EXAMPLE_COUNT)
-    examples = [b for e in shown for b in _exchange(e.ask, call_text(e.tool, e.args))]
-    return [chatml.system_block("\n".join(lines), ""), *examples, *body]
+    return chatml.system_block("\n".join(lines))
+
+
+def call_prompt(first: str, tools: Sequence[Mapping[str, Any]], question: str,
+                body: list[str]) -> list[str]:
+    """``first`` (call_head), the closest examples in the call format, then the conversation
+    ``body`` (blocks ending with the assistant's header)."""
+    shown = closest(question, _names(tools), CALL_EXAMPLES)
+    return [first, *(b for e in shown for b in _exchange(e.ask, call_text(e.tool, e.args))),
+            *body]
 
 
 def pick_labels(names: Sequence[str]) -> dict[str, str]:
@@ -108,7 +115,7 @@ def pick_prompt(tools: Sequence[Mapping[str, Any]], question: str) -> list[str]:
     # state per tool list); the closest few come again last, where the model copies them.
     every = "".join(b for e in examples() if e.tool in names
                     for b in _exchange(e.ask, label_of[e.tool]))
-    head = chatml.system_block(f"{PICK_INTRO}\n{listing}", "") + every
+    head = chatml.system_block(f"{PICK_INTRO}\n{listing}") + every
     shown = closest(question, _names(tools), EXAMPLE_COUNT)
     return [head, *(b for e in shown for b in _exchange(e.ask, label_of[e.tool])),
             *_exchange_open(question)]
@@ -131,7 +138,7 @@ def arguments_prompt(tool: Mapping[str, Any], question: str) -> list[str]:
     intro = ARGS_INTRO.format(name=function["name"],
                               summary=chatml.summary(function.get("description", "")))
     shown: list[Example] = closest(question, [function["name"]], 1)
-    return [chatml.system_block(f"{intro}\n{_parameter_lines(tool)}", ""),
+    return [chatml.system_block(f"{intro}\n{_parameter_lines(tool)}"),
             *(b for e in shown for b in _exchange(e.ask, json.dumps(e.args))),
             *_exchange_open(question)]
 
@@ -157,7 +164,7 @@ def result_lines(results: Sequence[ToolMessage]) -> list[str]:
 def answer_prompt(system: str, question: str, results: Sequence[ToolMessage]) -> list[str]:
     """A grounded answer: who speaks and the rule, then only the results and the question.
     No worked example: SmolLM2 repeated an example's answer for unrelated questions."""
-    head = chatml.system_block(f"{persona_line(system)}\n{ANSWER_INTRO}", "")
+    head = chatml.system_block(f"{persona_line(system)}\n{ANSWER_INTRO}")
     facts = "\n".join(f"- {line}" for line in result_lines(results))
     return [head, *_exchange_open(f"Facts:\n{facts}\nQuestion: {question}")]
 

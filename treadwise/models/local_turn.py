@@ -189,10 +189,8 @@ class LocalTurn:
 
     def _single(self, tools: Sequence[Mapping[str, Any]], must_call: bool) -> Iterator[str]:
         """One reply that is a call or prose, every tool offered at once."""
-        forced = chatml.tool_choice_name(self.tool_choice)
-        head = [prompts.call_prompt(self._head(), tools, self.question, [], forced)[0]]
-        blocks = prompts.call_prompt(self._head(), tools, self.question, self._body(head),
-                                     forced)
+        first = prompts.call_head(self._head(), tools, chatml.tool_choice_name(self.tool_choice))
+        blocks = prompts.call_prompt(first, tools, self.question, self._body([first]))
         constraint = Constraint(call_grammar(tools, prose=not must_call),
                                 released=is_prose) if self.constrained else None
         budget = max(self.options.max_tokens, CALL_TOKENS)
@@ -253,7 +251,7 @@ class LocalTurn:
     def prose_blocks(self) -> list[str]:
         """The prompt of an answer without tool results: the persona's essentials and the
         latest turns that fit."""
-        head = [chatml.system_block(self._head(), "")]
+        head = [chatml.system_block(self._head())]
         return [*head, *self._body(head)]
 
     def _rng(self) -> random.Random:
@@ -273,7 +271,8 @@ def _strict_call(text: str, tools: Sequence[Mapping[str, Any]]) -> chatml.Parsed
     except ValueError:
         return None
     names = {function_of(t)["name"] for t in tools}
-    if data.get("name") not in names or not isinstance(data.get("arguments"), dict):
+    if not isinstance(data, dict) or data.get("name") not in names \
+            or not isinstance(data.get("arguments"), dict):
         return None
     return chatml.ParsedCall(data["name"], data["arguments"], body)
 
