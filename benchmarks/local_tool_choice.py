@@ -1,8 +1,10 @@
 """SmolLM2's tool choice by decoding and routing: right tool first, valid arguments, invented
 names and right answers over asks the prompts' worked examples do not contain.
 
-Every configuration answers the same asks through the agent (temperature 0, one fresh thread
-each); the baseline is free decoding without routing, measured in the same run.
+Routing is two levers: the agent's (TREADWISE_ROUTING: the toolsets a message names are bound,
+"on", or all 19 tools, "off") and the local model's pick step (routing=tool). Every
+configuration answers the same asks through the agent (temperature 0, one fresh thread each);
+the baseline is free decoding with no routing at all, measured in the same run.
 LOCAL_CHOICE_QUICK=1 runs the default settings and the baseline only.
 """
 
@@ -19,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from treadwise.agent import Agent
 from treadwise.models.local import LocalSpec
-from treadwise.models.local_routing import examples
+from treadwise.models.local_examples import examples
 from treadwise.models.local_turn import DECODINGS, ROUTINGS
 from treadwise.settings import Settings
 
@@ -49,21 +51,31 @@ ASKS = [
 ]
 
 
-def configurations() -> list[LocalSpec]:
-    default = LocalSpec("smollm2")
-    baseline = LocalSpec("smollm2", "free", "none")
+BASELINE = (LocalSpec("smollm2", "free", "none"), "off")
+DEFAULT = (LocalSpec("smollm2"), "on")
+
+
+def configurations() -> list[tuple[LocalSpec, str]]:
+    """(local spec, agent routing) pairs."""
     if os.environ.get("LOCAL_CHOICE_QUICK"):
-        return [baseline, default]
-    return [LocalSpec("smollm2", d, r) for d in DECODINGS for r in ROUTINGS]  # type: ignore
+        return [BASELINE, DEFAULT]
+    return [(LocalSpec("smollm2", d, r), mode) for d in DECODINGS  # type: ignore[arg-type]
+            for r in ROUTINGS for mode in ("off", "on")]
 
 
-def run(agent: Agent, spec: LocalSpec) -> dict[str, float]:
+def name(config: tuple[LocalSpec, str]) -> str:
+    return f"{config[0].spec} agent-routing={config[1]}"
+
+
+def run(agent: Agent, config: tuple[LocalSpec, str]) -> dict[str, float]:
+    spec, mode = config
     tools = {t.name: t for t in agent.tools}
     right = valid = calls = invented = answered = expected = 0
     times = []
     for i, (ask, tool, answer) in enumerate(ASKS):
         started = time.perf_counter()
-        result = agent.run(ask, model=spec.spec, thread_id=f"{spec.spec}-{i}", seed=i)
+        result = agent.run(ask, model=spec.spec, thread_id=f"{name(config)}-{i}", seed=i,
+                           routing=mode)
         times.append(time.perf_counter() - started)
         steps = result.tool_calls
         right += bool(steps) and steps[0].name == tool
@@ -80,7 +92,7 @@ def run(agent: Agent, spec: LocalSpec) -> dict[str, float]:
         if answer is not None:
             expected += 1
             answered += answer in result.answer
-        print(f"  {spec.spec:<44} {ask[:34]:<34} {steps[0].name if steps else '-':<26} "
+        print(f"  {name(config):<62} {ask[:30]:<30} {steps[0].name if steps else '-':<26} "
               f"{times[-1]:5.1f}s {result.answer[:50]!r}", flush=True)
     return {"right": right / len(ASKS), "valid": valid / calls if calls else 1.0,
             "invented": invented, "calls": calls, "answered": answered / expected,
@@ -91,14 +103,14 @@ def main() -> None:
     assert not {a for a, *_ in ASKS} & {e.ask for e in examples()}, "asks must be held out"
     settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="tw-choice-")), timeout_s=600)
     agent = Agent(settings)
-    rows = {spec.spec: run(agent, spec) for spec in configurations()}
-    print(f"{len(ASKS)} asks, temperature 0, all 19 tools bound")
-    print(f"{'configuration':<44} right-first valid-args invented answered p50")
-    for name, row in rows.items():
-        print(f"{name:<44} {row['right']:11.2f} {row['valid']:10.2f} "
+    rows = {name(config): run(agent, config) for config in configurations()}
+    print(f"{len(ASKS)} asks, temperature 0")
+    print(f"{'configuration':<62} right-first valid-args invented answered p50")
+    for label, row in rows.items():
+        print(f"{label:<62} {row['right']:11.2f} {row['valid']:10.2f} "
               f"{int(row['invented']):>4}/{int(row['calls']):<3} {row['answered']:8.2f} "
               f"{row['p50_s']:5.1f}s")
-    default, baseline = rows["local:smollm2"], rows["local:smollm2?decoding=free&routing=none"]
+    default, baseline = rows[name(DEFAULT)], rows[name(BASELINE)]
     print(f"local_right_tool: rate {default['right']:.2f} (goal >= 0.6; free decoding "
           f"without routing {baseline['right']:.2f} in the same run)")
     print(f"local_invented_tools: count {int(default['invented'])} (goal 0; free decoding "

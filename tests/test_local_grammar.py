@@ -11,8 +11,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from treadwise.errors import ModelConfigError, ModelUnavailable
 from treadwise.models import display_name, expectation, label, model_settings
 from treadwise.models.local import LocalSpec, model_path, parse
-from treadwise.models.local_prompts import pick_labels, result_lines
-from treadwise.models.local_routing import closest, examples, routed, toolsets_for
+from treadwise.models.local_examples import closest, examples, small_talk
+from treadwise.models.local_prompts import essentials, persona_line, pick_labels, result_lines
 from treadwise.models.local_turn import _new_lines
 from treadwise.models.tool_grammar import (
     arguments_schema,
@@ -79,24 +79,16 @@ def test_a_quoted_answer_may_only_repeat_lines_of_the_results():
         == ["Sunday: closed.", "\nTreadWise - Hours"]
 
 
-def test_toolset_routing_sends_maths_and_business_apart_and_small_talk_nowhere(tools):
-    assert toolsets_for("What is 7 times 8?") == {"math"}
-    assert toolsets_for("Calculate the integral of x^2 from 0 to 3") == {"math"}
-    assert toolsets_for("Do you offer mobile tire installation in Austin?") == {"business"}
-    assert toolsets_for("Do you accept Bitcoin?") == {"business"}
-    assert toolsets_for("How much do 4 tires cost, times 2?") == {"math", "business"}
-    assert toolsets_for("Thanks!") == set() and toolsets_for("hello") == set()
-    offered = [convert_to_openai_tool(t) for t in tools.values()]
-    names = [t["function"]["name"] for t in routed(offered, "What are your opening hours?")]
-    assert names == ["get_business_info", "get_tire_recommendation",
-                     "check_service_availability", "record_customer_interest",
-                     "record_feedback"]
+def test_greetings_and_thanks_get_no_tools_and_questions_do():
+    assert small_talk("hello") and small_talk("Thanks a lot!") and small_talk("Hi there!")
+    assert not small_talk("Hello, what are your opening hours on Saturday?")
+    assert not small_talk("What is 7 times 8?")
 
 
 def test_examples_shown_share_words_with_the_message_and_the_closest_comes_last():
     shown = closest("What is 7 times 8?", ["add", "multiply", "divide"], 3)
     assert shown and shown[-1].tool == "multiply"
-    assert all("times" in e.ask or "what" in e.ask.lower() for e in shown)
+    assert all("times" in e.ask for e in shown)
     assert closest("What is 7 times 8?", ["add"], 0) == []
 
 
@@ -115,8 +107,8 @@ def test_local_specs_carry_decoding_and_routing_and_show_them():
     assert free.settings() == {"decoding": "free", "routing": "none"}
     assert free.spec == "local:smollm2?decoding=free&routing=none"
     assert parse("smollm2?routing=tool&decoding=constrained").spec == "local:smollm2"
-    assert model_settings("local:smollm2?routing=toolset") == {"decoding": "constrained",
-                                                                "routing": "toolset"}
+    assert model_settings("local:smollm2?routing=none") == {"decoding": "constrained",
+                                                             "routing": "none"}
     assert model_settings("offline") == {}
     assert display_name("local:smollm2?routing=tool&decoding=free") == \
         "local:smollm2?decoding=free"
@@ -130,6 +122,7 @@ def test_local_specs_carry_decoding_and_routing_and_show_them():
     ("smollm2?decoding=fast", "decoding must be one of free, constrained, not 'fast'"),
     ("smollm2?speed=1", "a local model takes the settings decoding, routing; 'speed' is not "
                         "one of them"),
+    ("smollm2?routing=toolset", "routing must be one of none, tool, not 'toolset'"),
 ])
 def test_a_wrong_local_setting_is_one_line(spec, message):
     with pytest.raises(ModelConfigError) as caught:
@@ -163,3 +156,15 @@ def test_the_cli_refuses_a_non_gguf_file_in_one_line(capsys):
 def test_the_examples_file_ships_with_the_package():
     pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
     assert "models/*.yaml" in pyproject.read_text()
+
+
+def test_a_local_prompt_keeps_who_speaks_and_drops_the_rules_and_notes():
+    from treadwise.agent.prompts import build_system_prompt
+    from treadwise.personas import get_persona
+
+    system = build_system_prompt(get_persona("technical")) + "\n\nMore tools exist: add."
+    kept = essentials(system, lambda text: len(text) // 4)
+    assert kept.startswith("You are a chat assistant for customers of TreadWise Tire Co.")
+    assert "You are the Technical Expert." in kept and "More tools" not in kept
+    assert "How you work" not in kept and len(kept) // 4 < 200
+    assert persona_line(system) == "You are the Technical Expert."

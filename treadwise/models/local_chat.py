@@ -36,7 +36,7 @@ class LocalChatModel(BaseChatModel):
     timeout_s: float = 60.0
     repeat_penalty: float = Sampling.repeat_penalty
     # How it decides (see local_turn): calls held to the tools' grammars or read from free
-    # text, and the tools narrowed to the turn's toolsets, then to one picked tool.
+    # text, and with routing "tool" a first step that picks one of the tools it is given.
     decoding: Decoding = DEFAULT_DECODING
     routing: Routing = DEFAULT_ROUTING
 

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from treadwise.models import chatml
-from treadwise.models.local_routing import Example, closest, examples
+from treadwise.models.local_examples import Example, closest, examples
 from treadwise.models.tool_grammar import function_of
 
 # What a 135M model keeps of the system prompt: the persona's opening paragraph.
@@ -41,18 +41,28 @@ FRAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 MATH_FRAME = (("math_opener", "opener"), ("math_closer",))
 
 
+def _paragraphs(system: str) -> list[str]:
+    """The system prompt's paragraphs that say who is speaking ("You are ..."), else its first:
+    the assistant's role and the persona's voice, not the rules and notes between them."""
+    paragraphs = [p.strip() for p in system.strip().split("\n\n") if p.strip()]
+    who = [p for p in paragraphs if p.startswith("You are")]
+    return who[:2] or paragraphs[:1]
+
+
 def essentials(system: str, count: Callable[[str], int]) -> str:
-    """The persona's opening paragraph (cut to ESSENTIAL_TOKENS) and the local rules."""
-    first = system.strip().split("\n\n", 1)[0]
-    if count(first) > ESSENTIAL_TOKENS:
-        first = chatml.fit_paragraphs(first.replace("\n", "\n\n"), ESSENTIAL_TOKENS, count)
-        first = first.replace(chatml.TRIMMED_NOTE, "").replace("\n\n", "\n").strip()
-    return f"{first}\n\n{LOCAL_RULES}" if first else LOCAL_RULES
+    """Who speaks (cut to ESSENTIAL_TOKENS, whole sentences) and the local rules."""
+    kept = ""
+    for sentence in re.split(r"(?<=[.!?])\s+", " ".join(_paragraphs(system))):
+        if kept and count(f"{kept} {sentence}") > ESSENTIAL_TOKENS:
+            break
+        kept = f"{kept} {sentence}".strip()
+    return f"{kept}\n\n{LOCAL_RULES}" if kept else LOCAL_RULES
 
 
 def persona_line(system: str) -> str:
-    """Who is speaking: the system prompt's first line."""
-    return system.strip().split("\n", 1)[0]
+    """Who is speaking, in one sentence: the persona's "You are the ...", else the first."""
+    paragraphs = _paragraphs(system)
+    return re.split(r"(?<=[.!?])\s+", paragraphs[-1])[0] if paragraphs else ""
 
 
 def _listing(tools: Sequence[Mapping[str, Any]]) -> str:

@@ -18,7 +18,7 @@ from treadwise.conversation import current_turn, turn_start
 from treadwise.models import chatml
 from treadwise.models import local_prompts as prompts
 from treadwise.models.llamacpp import Constraint, Generation, LlamaEngine, Sampling
-from treadwise.models.local_routing import routed
+from treadwise.models.local_examples import small_talk
 from treadwise.models.tool_grammar import (
     arguments_grammar,
     call_grammar,
@@ -29,7 +29,9 @@ from treadwise.models.tool_grammar import (
 )
 
 Decoding = Literal["free", "constrained"]
-Routing = Literal["none", "toolset", "tool"]
+# Which tools the model is given is the agent's routing (agent/routing.py, for every model);
+# "tool" adds a first step in which the model picks one of them.
+Routing = Literal["none", "tool"]
 DECODINGS: tuple[str, ...] = get_args(Decoding)
 ROUTINGS: tuple[str, ...] = get_args(Routing)
 # The settings that measured best on the local mini-study (see the report).
@@ -91,9 +93,7 @@ class LocalTurn:
     def run(self) -> Iterator[str]:
         forced = chatml.tool_choice_name(self.tool_choice)
         must_call = forced is not None or self.tool_choice in ("any", "required", True)
-        tools = self.offered
-        if self.options.routing != "none" and not must_call:
-            tools = routed(tools, self.question)
+        tools = [] if small_talk(self.question) and not must_call else self.offered
         if forced and (chosen := self._tool(forced)) is not None:
             yield from self._call_or_answer(self._arguments(chosen))
         elif not tools:
