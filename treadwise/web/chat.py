@@ -12,7 +12,7 @@ import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import FriendlyError, ModelConfigError, redact
-from treadwise.models import display_name, label, loading_message
+from treadwise.models import display_name, expectation, label, loading_message
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
@@ -157,6 +157,9 @@ class ChatTab:
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
+        # Picking a small local model says in one line what to expect of it.
+        model.change(lambda spec: gr.Info(note) if (note := expectation(spec)) else None,
+                     [model], None, api_visibility="private")
         outputs = [chatbot, send, export_md, export_json]
         turn_inputs = [session, persona, model, custom, temperature, strategy]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
