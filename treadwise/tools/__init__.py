@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from treadwise.plugins import Registry
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -32,6 +32,7 @@ BUILTIN_TOOLSETS: dict[str, str] = {
 }
 
 Toolset = Callable[["ToolContext"], list["BaseTool"]]
+TOOLSETS: Registry[Toolset] = Registry(ENTRY_POINT_GROUP, BUILTIN_TOOLSETS)
 
 
 @dataclass
@@ -88,15 +89,9 @@ class ToolContext:
         return path
 
 
-def _load(target: str) -> Toolset:
-    module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
-
-
 def available_toolsets() -> dict[str, str]:
-    """Toolset name -> "module:attribute", plugins first so built-ins win on a clash."""
-    found = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return {**found, **BUILTIN_TOOLSETS}
+    """Toolset name -> "module:attribute"; built-ins win over a plugin of the same name."""
+    return TOOLSETS.targets()
 
 
 def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTool]:
@@ -108,10 +103,11 @@ def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTo
         context = ToolContext(data_dir=settings.data_dir, mcp_config=settings.mcp_config,
                               database_url=settings.database_url)
     names = toolsets or DEFAULT_TOOLSETS
-    known = available_toolsets()
     tools: list[BaseTool] = []
     for name in names:
-        if name not in known:
-            raise ValueError(f"unknown toolset {name!r}; known: {', '.join(sorted(known))}")
-        tools.extend(_load(known[name])(context))
+        toolset = TOOLSETS.get(name)
+        if toolset is None:
+            known = ", ".join(sorted(TOOLSETS.names()))
+            raise ValueError(f"unknown toolset {name!r}; known: {known}")
+        tools.extend(toolset(context))
     return tools
