@@ -10,11 +10,10 @@ from typing import Any
 from experiments.define.outcome import (
     ANY_TURN,
     CHECK_KINDS,
-    CHECKS,
-    CheckKind,
     COMMON_OPTIONS,
     LAST_TURN,
     CheckError,
+    CheckKind,
     CheckResult,
     Outcome,
     Verdict,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,11 +30,9 @@ from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, cla
 from treadwise.models import display_name, resolve_model
 from treadwise.models.tally import start_tally
 from treadwise.personas import DEFAULT_PERSONA, get_persona
-from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.settings import MAX_ITERATIONS, PROVIDER_VARIABLES, Settings
 
 log = logging.getLogger(__name__)
-PROVIDER_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TREADWISE_GEMINI_BASE_URL",
-                "GOOGLE_API_KEY", "GEMINI_API_KEY")
 
 
 @dataclass
@@ -157,9 +154,10 @@ class Agent:
         self.settings = settings or Settings.from_env()
         if tools is None:
             context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config,
-                                  database_url=self.settings.database_url)
+                                  database_url=self.settings.database_url,
+                                  environment=self.settings.environment)
             names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
-                + (("web",) if web_search_enabled() else ())
+                + (("web",) if web_search_enabled(self.settings.environment) else ())
             tools = get_tools(*names, context=context)
         self.tools = tools
         self.tool_groups = group_of(tool.name for tool in tools)
@@ -177,7 +175,8 @@ class Agent:
         if spec in self.injected_models:
             return self.injected_models[spec]
         # Endpoints and keys are part of the key so a changed environment gets a fresh client.
-        key = (spec, round(temperature, 3), seed, *(os.environ.get(v, "") for v in PROVIDER_ENV))
+        env = self.settings.environment
+        key = (spec, round(temperature, 3), seed, *(env.get(v, "") for v in PROVIDER_VARIABLES))
         if key not in self._models:
             self._models[key] = resolve_model(spec, temperature=temperature,
                                               settings=self.settings, seed=seed)
@@ -227,7 +226,7 @@ class Agent:
         try:
             self.check_input(message)
             mode = check_mode(routing or self.settings.routing)
-            context = TurnContext(persona=get_persona(persona),
+            context = TurnContext(persona=get_persona(persona, self.settings.personas_dir),
                                   model=self.model(model, temperature, seed), model_spec=model)
             graph, answer_nodes = self.graph_for(strategy), get_strategy(strategy).answer_nodes
         except ValueError as exc:

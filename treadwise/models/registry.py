@@ -6,14 +6,13 @@ Built-in providers are "module:function" strings, the same form an entry point o
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from treadwise.errors import ModelConfigError, redact
 from treadwise.plugins import Registry
-from treadwise.settings import Settings
+from treadwise.settings import Settings, process_environment
 
 OFFLINE_LABEL = "offline (rule-based, not an LLM)"
 MAX_SPEC_CHARS = 200
@@ -221,7 +220,7 @@ def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | N
                   env: Mapping[str, str] | None = None, seed: int | None = None) -> Any:
     """Build the chat model a spec names, or raise ModelConfigError with one clear line."""
     settings = settings or Settings.from_env()
-    env = os.environ if env is None else env
+    env = settings.environment if env is None else env
     if not 0.0 <= temperature <= 2.0:
         raise ModelConfigError(f"temperature must be between 0 and 2, got {temperature}")
     provider_name, model = parse_spec(spec)
@@ -233,8 +232,7 @@ def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | N
 
 def default_spec(env: Mapping[str, str] | None = None) -> str:
     """The offline model unless TREADWISE_MODEL names another; never a surprise paid call."""
-    env = os.environ if env is None else env
-    return env.get("TREADWISE_MODEL", "").strip() or "offline"
+    return Settings.from_env(env).model
 
 
 def available_specs(env: Mapping[str, str] | None = None) -> list[str]:
@@ -242,7 +240,7 @@ def available_specs(env: Mapping[str, str] | None = None) -> list[str]:
     provider whose key is set."""
     from treadwise.models.local import bundled_specs
 
-    env = os.environ if env is None else env
+    env = process_environment() if env is None else env
     specs = ["offline", *bundled_specs()]
     for provider_name, names in KEY_VARIABLES.items():
         if any(env.get(n, "").strip() for n in names):

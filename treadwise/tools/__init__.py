@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from treadwise.plugins import Registry
+from treadwise.settings import process_environment
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -52,6 +53,8 @@ class ToolContext:
     # A MathEngine of the caller's (tests, benchmarks); None means the process-wide one.
     math_engine: MathEngine | None = None
     database_url: str | None = field(default=None, repr=False)
+    # Keys and endpoints of tools (TAVILY_API_KEY, ...), as Settings.environment holds them.
+    environment: Mapping[str, str] = field(default_factory=process_environment, repr=False)
     case_dir: ContextVar[Path | None] | None = None
 
     @property
@@ -101,7 +104,8 @@ def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTo
 
         settings = Settings.from_env()
         context = ToolContext(data_dir=settings.data_dir, mcp_config=settings.mcp_config,
-                              database_url=settings.database_url)
+                              database_url=settings.database_url,
+                              environment=settings.environment)
     names = toolsets or DEFAULT_TOOLSETS
     tools: list[BaseTool] = []
     for name in names:

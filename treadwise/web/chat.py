@@ -153,7 +153,7 @@ class ChatTab:
                     info="How the assistant thinks: react (the default reason/tools loop) or "
                          "another strategy, each with its own budget of model calls; every "
                          "stage shows as a step."))
-                gr.Markdown(web_status_note(), elem_classes="tw-note")
+                gr.Markdown(web_status_note(self.settings.environment), elem_classes="tw-note")
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
