@@ -96,6 +96,11 @@ def load_personas(extra: Path | None = None) -> dict[str, Persona]:
 
 
 def get_persona(key: str, extra: Path | None = None) -> Persona:
+    """The persona named `key`: a built-in (no other folder can replace one), else from `extra`
+    (Settings.personas_dir)."""
+    built_in = _load_all((PACKAGED_DIR,))
+    if key in built_in:
+        return built_in[key]
     personas = load_personas(extra)
     try:
         return personas[key]

@@ -82,7 +82,7 @@ class ChatTab:
         self.runner = TurnRunner(agent)
         self.settings = settings
         self.access = access or Access(settings)
-        self.personas = load_personas()
+        self.personas = load_personas(settings.personas_dir)
         self.strategies = strategy_names()  # read once: it scans the installed entry points
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
