@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import (
@@ -25,118 +25,27 @@ from treadwise.agent.policy import erase_on_request, for_customer
 from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
+from treadwise.agent.turn_events import (
+    Event,
+    StageFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    ToolStep,
+    TurnFinished,
+    TurnResult,
+    record_tool_result,
+)
 from treadwise.conversation import current_turn
-from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, classify, redact
+from treadwise.errors import InputRejected, ModelConfigError, classify, redact
 from treadwise.models import display_name, resolve_model
 from treadwise.models.tally import start_tally
 from treadwise.personas import DEFAULT_PERSONA, get_persona
 from treadwise.settings import MAX_ITERATIONS, PROVIDER_VARIABLES, Settings
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ToolStep:
-    id: str
-    name: str
-    args: dict[str, Any]
-    result: str | None = None
-    error: str | None = None
-    duration_s: float | None = None
-    artifacts: list[str] = field(default_factory=list)
-
-    def public(self) -> dict[str, Any]:
-        return {"name": self.name, "args": self.args, "result": self.result, "error": self.error}
-
-
-@dataclass
-class TurnResult:
-    answer: str
-    persona: str
-    model: str
-    temperature: float
-    thread_id: str
-    iterations: int = 0
-    llm_calls: int = 0
-    tool_calls: list[ToolStep] = field(default_factory=list)
-    artifacts: list[str] = field(default_factory=list)
-    latency_s: float = 0.0
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0,
-                                                          "output_tokens": 0})
-    stopped_by_cap: bool = False
-    error: FriendlyError | None = None
-    # A strategy's own record (stages, attempts, vote); None for the default, react.
-    strategy: dict[str, Any] | None = None
-    # The routing mode and the tool groups the turn started with (see agent/routing.py).
-    routing: dict[str, Any] | None = None
-    calls: CallStats = field(default_factory=CallStats)
-
-    def to_json(self) -> dict[str, Any]:
-        """The fields of the CLI contract, `routing`, `calls` (one record per model call), and
-        `strategy` when one other than react ran."""
-        data = asdict(self)
-        data["calls"] = data["calls"]["per_call"]
-        data["tool_calls"] = [step.public() for step in self.tool_calls]
-        data["error"] = self.error.to_dict() if self.error else None
-        if self.strategy is None:
-            del data["strategy"]
-        return data
-
-
-@dataclass
-class TextDelta:
-    text: str
-
-
-@dataclass
-class ToolStarted:
-    step: ToolStep
-
-
-@dataclass
-class ToolFinished:
-    step: ToolStep
-
-
-@dataclass
-class StageFinished:
-    """A strategy stage done (a plan, a thought, a check, an attempt): shown as a step."""
-
-    stage: dict[str, Any]
-
-
-@dataclass
-class TurnFinished:
-    result: TurnResult
-
-
-Event = TextDelta | ToolStarted | ToolFinished | StageFinished | TurnFinished
-
-
-def _artifacts(message: ToolMessage) -> list[str]:
-    artifact = message.artifact
-    if isinstance(artifact, str):
-        return [artifact]
-    if isinstance(artifact, list | tuple):
-        return [str(a) for a in artifact if isinstance(a, str)]
-    return []
-
-
-def _open_step(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
-    """The unfinished step this tool result answers (ids may repeat across iterations)."""
-    for step in steps:
-        if step.id == message.tool_call_id and step.result is None and step.error is None:
-            return step
-    step = ToolStep(message.tool_call_id, message.name or "?", {})
-    steps.append(step)
-    return step
-
-
-def record_tool_result(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
-    """Fill the step a tool message answers (its result or error, duration, artifacts)."""
-    step = _open_step(steps, message)
-    Agent._fill(step, message)
-    return step
+__all__ = ["Agent", "Event", "StageFinished", "TextDelta", "ToolFinished", "ToolStarted",
+           "ToolStep", "TurnFinished", "TurnResult", "record_tool_result"]
 
 
 class Agent:
@@ -330,19 +239,7 @@ class Agent:
                     steps.append(step)
                     yield ToolStarted(step)
             elif isinstance(msg, ToolMessage):
-                step = _open_step(steps, msg)
-                self._fill(step, msg)
-                yield ToolFinished(step)
-
-    @staticmethod
-    def _fill(step: ToolStep, msg: ToolMessage) -> None:
-        text = redact(msg.text)
-        if msg.status == "error":
-            step.error = text
-        else:
-            step.result = text
-        step.duration_s = msg.response_metadata.get("duration_s")
-        step.artifacts = _artifacts(msg)
+                yield ToolFinished(record_tool_result(steps, msg))
 
     @staticmethod
     def _reported_usage(result: TurnResult, messages: list[Any], reply: AIMessage,
@@ -378,7 +275,7 @@ class Agent:
         if not steps:
             for m in turn:
                 if isinstance(m, ToolMessage):
-                    self._fill(_open_step(steps, m), m)
+                    record_tool_result(steps, m)
         result.tool_calls = steps
         result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
         if ai and result.error is None:

@@ -40,7 +40,7 @@ def use_scripted(monkeypatch: pytest.MonkeyPatch, **models: Any) -> None:
 def serve_in_process(settings: Settings | None = None, agent: Any = None,
                      results_dir: Path | None = None, **launch: Any) -> Iterator[str]:
     """The real app with its launch options, on a free port; yields its base URL."""
-    from treadwise.web.app import create_app, start
+    from treadwise.web.gradio_app import create_app, start
 
     settings = dataclasses.replace(settings or Settings.from_env(), port=free_port())
     demo = create_app(settings, agent, results_dir=results_dir)
