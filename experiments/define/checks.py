@@ -10,6 +10,7 @@ from typing import Any
 from experiments.define.outcome import (
     ANY_TURN,
     CHECK_KINDS,
+    CHECKS,
     COMMON_OPTIONS,
     LAST_TURN,
     CheckError,
@@ -20,6 +21,10 @@ from experiments.define.outcome import (
     check,
 )
 from treadwise.emails import find_emails
+
+# Readers of checks take these from here: the kinds by name, a case's outcome, the verdicts.
+__all__ = ["CHECKS", "CHECK_KINDS", "NUMBER_RE", "CheckError", "CheckResult", "Outcome",
+           "check", "check_ids", "evaluate", "numbers_in", "validate"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MIN_PNG_BYTES = 1000
