@@ -14,6 +14,7 @@ from experiments.define.outcome import BUILTIN_CHECKS
 from treadwise.agent.strategies import BUILTIN_STRATEGIES, get_strategy, strategy_names
 from treadwise.models.registry import BUILTIN_PROVIDERS, find_provider, resolve_model
 from treadwise.plugins import Registry, load
+from treadwise.testing.distributions import install_distribution
 from treadwise.tools import BUILTIN_TOOLSETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,13 +49,8 @@ def forgot_to_register(kit):
 @pytest.fixture
 def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A distribution on sys.path with an entry_points.txt, as pip would install it."""
-    site = tmp_path / "site"
-    dist_info = site / "treadwise_extras-0.1.dist-info"
-    dist_info.mkdir(parents=True)
-    (site / "treadwise_extras.py").write_text(PLUGIN)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: treadwise-extras\n"
-                                        "Version: 0.1\n")
-    (dist_info / "entry_points.txt").write_text(
+    site = install_distribution(
+        tmp_path / "site", "treadwise-extras", {"treadwise_extras": PLUGIN},
         "[treadwise.models]\necho = treadwise_extras:echo_model\n"
         "[treadwise.checks]\nanswer_short = treadwise_extras:answer_short\n"
         "[treadwise.charts]\ntire_ages.png = treadwise_extras:tire_ages\n"
