@@ -1,0 +1,1 @@
+"""Analysis of a run: inference, tables and the report."""
