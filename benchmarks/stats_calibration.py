@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from experiments.analyse import inference
 
 QUICK = os.environ.get("STATS_QUICK") == "1"
-STUDIES = 250 if QUICK else 1000
+STUDIES = 400 if QUICK else 1000
 SEED = 20_260_520
 BOOTSTRAP = 400 if QUICK else 1000
 # A sweep: 3 personas x 2 models x 2 temperatures (T = 0 with identical repeats, T = 0.7 with
@@ -41,6 +42,7 @@ class Setting:
     temperature: float = 0.0
     flip: bool = False  # the model effect's sign differs by scenario (mean effect 0)
     words: tuple[float, float, float] = (0.0, 0.0, 0.0)  # persona effect on style words
+    errors: float = 0.0  # chance model 1 errors on every case of a harder-than-median scenario
     tags: tuple[str, ...] = field(default=("main",))
 
     @property
@@ -83,21 +85,25 @@ def simulate(s: Setting, studies: int, rng: np.random.Generator) -> tuple[np.nda
              + np.asarray(s.words)[:, None, None, None] + 8 * rng.normal(size=shape))
     for data in (outcomes, words):
         data[..., 0, :] = data[..., 0, :1]  # T = 0: every repeat repeats the first answer
+    failing = (intercept < 0) & (rng.random(intercept.shape) < s.errors)
+    outcomes[:, :, :, 1][failing] = np.nan  # a provider that fails on the hard scenarios
     return outcomes, words
 
 
-def new_contrasts(cells: np.ndarray, axis: int, bounded: bool = True) -> tuple[np.ndarray, ...]:
-    """The harness's factor effect (inference.contrast) for every level of one factor, batched:
-    cells [study, scenario, persona, model, temperature]; returns [study, level-1] arrays."""
-    moved = np.moveaxis(cells, axis, 2)
-    reference = moved[:, :, 0].reshape(*moved.shape[:2], -1)
+def new_contrasts(outcomes: np.ndarray, axis: int, bounded: bool = True) -> tuple[np.ndarray, ...]:
+    """inference.contrast for every level of one factor, batched: outcomes [study, scenario,
+    persona, model, temperature, repeat] (NaN = errored) paired case by case, averaged per
+    cell, then per scenario; returns (value, low, high, p) arrays [study, level - 1]."""
+    moved = np.moveaxis(outcomes, axis, 2)
+    reference = moved[:, :, 0]
     found = []
     for level in range(1, moved.shape[2]):
-        arm = moved[:, :, level].reshape(reference.shape)
-        pairs = arm - reference
-        floor = (inference.least_variance(pairs.reshape(pairs.shape[0], -1)) if bounded
-                 else 0.0)
-        found.append(inference.scenario_t(pairs.mean(-1), floor))
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # cells no case of answered
+            cells = np.nanmean(moved[:, :, level] - reference, -1).reshape(*moved.shape[:2], -1)
+            per_scenario = np.nanmean(cells, -1)
+        floor = inference.least_variance(cells.reshape(len(cells), -1)) if bounded else 0.0
+        found.append(inference.scenario_t(per_scenario, floor))
     return tuple(np.stack([f[i] for f in found], -1) for i in range(4))
 
 
@@ -137,62 +143,96 @@ def old_bootstrap(means: np.ndarray, proportion: bool) -> tuple[np.ndarray, np.n
 def analyse(s: Setting, studies: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Every method on `studies` simulated sweeps of one design: per-study hit/claim arrays."""
     outcomes, words = simulate(s, studies, rng)
-    g = s.scenarios
     rates = true_rates(s)
-    cells = outcomes.mean(-1)
-    by_config = cells.reshape(studies, g, -1).transpose(0, 2, 1)
-    found: dict[str, np.ndarray] = {}
-    _, low, high = inference.scenario_wilson(by_config)
-    found["rate_cov"] = covered(low, high, rates.ravel())
-    found["rate_over"] = low > rates.ravel() + 1e-12
-    count = outcomes.reshape(studies, g, -1, REPEATS).sum((1, 3))
-    low, high = inference.wilson(count / (g * REPEATS), g * REPEATS)
-    found["old_rate_cov"] = covered(low, high, rates.ravel())
-    found["old_rate_over"] = low > rates.ravel() + 1e-12
-    low, high = old_bootstrap(by_config, proportion=True)
-    found["boot_rate_cov"] = covered(low, high, rates.ravel())
-    found["boot_rate_over"] = low > rates.ravel() + 1e-12
-    effect_hits, effect_claims = [], []
+    if s.errors:
+        return errored(s, outcomes, rates)
+    by_config = outcomes.mean(-1).reshape(studies, s.scenarios, -1).transpose(0, 2, 1)
+    found = rate_methods(s, outcomes, by_config, rates.ravel())
+    hits, false, widths = [], [], []
     for axis, factor in enumerate(LEVELS, start=2):
-        _, low, high, p = new_contrasts(cells, axis)
-        truth = true_contrasts(rates, axis - 2)
-        effect_hits.append(covered(low, high, truth))
-        null = getattr(s, factor) in (0.0, (0.0, 0.0, 0.0)) and not s.flip
-        if null or (factor == "model" and s.flip):
-            effect_claims.append(claims(p))
-    found["effect_cov"] = np.concatenate(effect_hits, -1)
-    if effect_claims:
-        found["effect_claims"] = np.stack(effect_claims, -1)
+        _, low, high, p = new_contrasts(outcomes, axis)
+        hits.append(covered(low, high, true_contrasts(rates, axis - 2)))
+        if getattr(s, factor) in (0.0, (0.0, 0.0, 0.0)) or (factor == "model" and s.flip):
+            false.append(claims(p))
+        widths.append(high - low)
+    found["effect_cov"] = np.concatenate(hits, -1)
+    found["effect_width"] = np.median(np.concatenate(widths, -1), keepdims=True)
+    if false:
+        found["effect_claims"] = np.stack(false, -1)
     found.update(best_vs_rest(s, by_config, rates.ravel()))
-    found.update(old_pairs(s, outcomes, cells, rates))
+    found.update(old_pairs(s, outcomes, rates))
     found.update(style(s, words))
+    if s.null:
+        found.update(identical(outcomes))
     return found
 
 
+def identical(outcomes: np.ndarray) -> dict[str, np.ndarray]:
+    """At T = 0 (identical repeats), persona 1 vs 0: the old McNemar counts each repeat as a
+    case; the new contrast gives the same answer from 3 identical repeats as from 1."""
+    cold = outcomes[:, :, :, :, :1]
+    found = {}
+    for repeats in (3, 1):
+        kept = cold[..., :repeats]
+        found[f"t0_old{repeats}"] = mcnemar(kept[:, :, 1, 0], kept[:, :, 0, 0]) < inference.ALPHA
+        found[f"t0_p{repeats}"] = new_contrasts(kept, 2)[3][:, 0]
+        found[f"t0_new{repeats}"] = found[f"t0_p{repeats}"] < inference.ALPHA
+    found["t0_same"] = np.isclose(found.pop("t0_p3"), found.pop("t0_p1"))
+    return found
+
+
+def rate_methods(s: Setting, outcomes: np.ndarray, by_config: np.ndarray,
+                 rates: np.ndarray) -> dict[str, np.ndarray]:
+    """Each configuration's rate interval: a false claim is a lower bound above the truth
+    (the configuration reported as doing better than it does)."""
+    g = s.scenarios
+    count = outcomes.reshape(len(outcomes), g, -1, REPEATS).sum((1, 3))
+    found = {}
+    for name, (low, high) in {
+            "rate": inference.scenario_wilson(by_config)[1:],
+            "old_rate": inference.wilson(count / (g * REPEATS), g * REPEATS),
+            "boot_rate": old_bootstrap(by_config, proportion=True)}.items():
+        found[f"{name}_cov"] = covered(low, high, rates)
+        found[f"{name}_over"] = low > rates + 1e-12
+    return found
+
+
+def errored(s: Setting, outcomes: np.ndarray, rates: np.ndarray) -> dict[str, np.ndarray]:
+    """Model 1 errors on whole hard scenarios: the pooled rates over answered cases (the old
+    factor table) against the contrast on the scenarios both models answered."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # studies without a usable scenario
+        value, low, high, p = (a[:, 0] for a in new_contrasts(outcomes, 3))
+    enough = (~np.isnan(outcomes[:, :, 0, 1, 0, 0])).sum(-1) >= inference.MIN_SCENARIOS
+    pooled = np.nanmean(outcomes[:, :, :, 1], (1, 2, 3, 4)) - outcomes[:, :, :, 0].mean(
+        (1, 2, 3, 4))
+    truth = true_contrasts(rates, 1)[0]
+    return {"errors_cov": covered(low, high, truth)[enough],
+            "errors_claims": (p < inference.ALPHA) & enough,
+            "errors_old_bias": pooled - truth, "errors_new_bias": value - truth}
+
+
 def best_vs_rest(s: Setting, by_config: np.ndarray, rates: np.ndarray) -> dict[str, np.ndarray]:
-    """inference.best_vs_rest batched: the best configuration against each other one, claims
-    adjusted for picking the best (a claim when picked_best's p < 5%, i.e. beyond the
-    studentized range's 95% point), and the same contrasts under Holm over k-1 alone."""
+    """inference.best_vs_rest batched: the best configuration against each other one with
+    picked_best's intervals and claims (the studentized range's 95% point), coverage counted
+    when every interval of a study holds its truth; and Holm over k-1 alone for contrast."""
     configurations = by_config.shape[1]
     best = by_config.mean(-1).argmax(-1)
     top = np.take_along_axis(by_config, best[:, None, None], 1)
     others = np.argsort(np.arange(configurations)[None] == best[:, None], -1, kind="stable")
     rest = np.take_along_axis(by_config, others[:, :-1, None], 1)
-    value, low, high, p = inference.scenario_t(top - rest, inference.least_variance(top - rest))
-    critical = stats.t.ppf(1 - inference.ALPHA / 2, s.scenarios - 1)
-    t_value = value / ((high - value) / critical)
-    range_point = stats.studentized_range.ppf(1 - inference.ALPHA, configurations,
-                                              s.scenarios - 1)
+    value, _, high, p = inference.scenario_t(top - rest, inference.least_variance(top - rest))
+    se = (high - value) / stats.t.ppf(1 - inference.ALPHA / 2, s.scenarios - 1)
+    half = inference.picked_best_point(configurations, s.scenarios) / np.sqrt(2) * se
     truth = rates[best][:, None] - rates[others[:, :-1]]
-    found = {"best_cov": covered(np.maximum(low, -1), np.minimum(high, 1), truth)}
+    found = {"best_cov": covered(value - half, value + half, truth).all(-1)}
     if s.null:
-        found["best_claims"] = (np.sqrt(2) * np.abs(t_value) > range_point).any(-1)
+        found["best_claims"] = (np.abs(value) > half).any(-1)
         found["best_holm_claims"] = claims(p)
     return found
 
 
-def old_pairs(s: Setting, outcomes: np.ndarray, cells: np.ndarray,
-              rates: np.ndarray) -> dict[str, np.ndarray]:
+def old_pairs(s: Setting, outcomes: np.ndarray, rates: np.ndarray) -> dict[str, np.ndarray]:
     """The old ways: all C(12,2) configuration pairs by McNemar on repeats (Holm over all),
     and a T = 0 vs T = 0.7 compare paired on repeat with a cluster-bootstrap interval."""
     studies = outcomes.shape[0]
@@ -205,7 +245,7 @@ def old_pairs(s: Setting, outcomes: np.ndarray, cells: np.ndarray,
     cold, warm = outcomes[..., 0, :], outcomes[..., 1, :]
     low, high = old_bootstrap((warm - cold).mean((2, 3, 4)), proportion=False)
     found["old_compare_cov"] = covered(low, high, true_contrasts(rates, 2))
-    _, low, high, p = new_contrasts(cells, 4)
+    _, low, high, p = new_contrasts(outcomes, 4)
     found["compare_cov"] = covered(low, high, true_contrasts(rates, 2))
     if s.temperature == 0.0:
         found["old_compare_claims"] = mcnemar(cold, warm)[:, None] < inference.ALPHA
@@ -214,16 +254,13 @@ def old_pairs(s: Setting, outcomes: np.ndarray, cells: np.ndarray,
 
 
 def style(s: Setting, words: np.ndarray) -> dict[str, np.ndarray]:
-    """Persona style words: the harness's scenario-mean contrasts against the old
-    Kruskal-Wallis over every case (repeats counted as independent)."""
-    _, low, high, p = new_contrasts(words.mean(-1), 2, bounded=False)
-    truth = np.asarray(s.words[1:]) - s.words[0]
-    found = {"style_cov": covered(low, high, truth)}
+    """Persona style words (unbounded) compared on scenario means, personas against the first
+    with Holm; the old Kruskal-Wallis over cases is left out: it did not over-claim under no
+    difference, it overstated the evidence of a real one (p = 1e-26 vs 0.0013)."""
+    _, low, high, p = new_contrasts(words, 2, bounded=False)
+    found = {"style_cov": covered(low, high, np.asarray(s.words[1:]) - s.words[0])}
     if not any(s.words):
         found["style_claims"] = claims(p)
-        by_persona = np.moveaxis(words, 2, 1).reshape(words.shape[0], 3, -1)
-        found["old_style_claims"] = np.array(
-            [stats.kruskal(*study).pvalue < inference.ALPHA for study in by_persona])[:, None]
     return found
 
 
@@ -242,6 +279,7 @@ def settings() -> list[Setting]:
               for g in (2, 3) for kind in ("null", "effects")]
     found += [Setting(f"sign differs by scenario G={g}", g, base=0.0, model=2.0, flip=True,
                       tags=("stress",)) for g in (4, 8)]
+    found += [Setting("errors on hard scenarios G=8", 8, errors=0.7, tags=("errors",))]
     return found
 
 
@@ -251,66 +289,107 @@ def mean_of(results: list[dict[str, np.ndarray]], key: str) -> float:
 
 
 def line(name: str, results: list[dict[str, np.ndarray]], prefix: str, goal: str) -> str:
-    cover, false = mean_of(results, f"{prefix}_cov"), mean_of(results, f"{prefix}_claims")
-    if np.isnan(false):
-        false = mean_of(results, f"{prefix}_over")
-    text = "n/a (no interval)" if np.isnan(cover) else f"{cover:.3f}"
-    return f"{name}: coverage {text}, false claims {false:.3f} ({goal})"
+    """`name: coverage C (designs lo-hi), false claims F (worst design W) (goal)`."""
+    cover, false = f"{prefix}_cov", f"{prefix}_claims"
+    if not any(false in r for r in results):
+        false = f"{prefix}_over"
+    each = [mean_of([r], cover) for r in results if cover in r]
+    text = (f"{mean_of(results, cover):.3f} (designs {min(each):.3f}-{max(each):.3f})" if each
+            else "n/a (no interval)")
+    worst = max(mean_of([r], false) for r in results if false in r)
+    return (f"{name}: coverage {text}, false claims {mean_of(results, false):.3f} "
+            f"(worst design {worst:.3f}) [{goal}]")
 
 
-def stated_mdd(s: Setting, studies: int, rng: np.random.Generator) -> float:
-    """The median minimum detectable difference the harness states for the model factor."""
-    outcomes, _ = simulate(s, studies, rng)
-    value, _, high, _ = new_contrasts(outcomes.mean(-1), 3)
-    se = (high - value) / stats.t.ppf(1 - inference.ALPHA / 2, s.scenarios - 1)
-    mdd = [inference.minimum_detectable(s.scenarios, float(e) * np.sqrt(s.scenarios))
-           for e in se.ravel()]
-    return float(np.median(mdd))
+METHODS = (
+    ("rate, Wilson over scenario means (new)", "rate", "goal 0.93-0.97"),
+    ("rate, Wilson over repeats (old)", "old_rate", "replaced"),
+    ("rate, cluster bootstrap (old)", "boot_rate", "replaced"),
+    ("factor effect, t over scenario differences (new)", "effect", "goal 0.93-0.97, <= 0.05"),
+    ("best vs rest, adjusted for picking the best (new)", "best", "goal 0.93-0.97, <= 0.05"),
+    ("best vs rest, Holm over k-1 alone (not used)", "best_holm", "over-claims"),
+    ("compare two runs, paired on scenario (new)", "compare", "goal 0.93-0.97, <= 0.05"),
+    ("compare two runs, McNemar on repeats + bootstrap (old)", "old_compare", "replaced"),
+    ("all pairs, McNemar on repeats, Holm over 66 (old)", "old_pairs", "replaced"),
+    ("style words, scenario means (new)", "style", "goal 0.93-0.97, <= 0.05"),
+)
 
 
-def power_at(s: Setting, difference: float, studies: int, rng: np.random.Generator) -> float:
-    """Share of studies finding a model effect whose true size is `difference`."""
+def mdd_line(g: int, rng: np.random.Generator) -> str:
+    """The minimum detectable difference the harness states for the model factor (median over
+    studies with no model effect), and how often a true difference of that size is found."""
+    s = Setting(f"mdd G={g}", g, **{**EFFECTS, "model": 0.0})
+    value, _, high, _ = new_contrasts(simulate(s, STUDIES, rng)[0], 3)
+    sd = (high - value) / stats.t.ppf(1 - inference.ALPHA / 2, g - 1) * np.sqrt(g)
+    mdd = float(np.median([inference.minimum_detectable(g, float(e)) for e in sd.ravel()]))
     low, high = 0.0, 6.0
-    for _ in range(40):  # the logit effect that makes the true difference `difference`
+    for _ in range(40):  # the logit effect that makes the true difference the MDD
         middle = (low + high) / 2
         truth = true_contrasts(true_rates(replace(s, model=middle)), 1)[0]
-        low, high = (middle, high) if truth < difference else (low, middle)
-    outcomes, _ = simulate(replace(s, model=low), studies, rng)
-    _, _, _, p = new_contrasts(outcomes.mean(-1), 3)
-    return float((p < inference.ALPHA).mean())
+        low, high = (middle, high) if truth < mdd else (low, middle)
+    found = new_contrasts(simulate(replace(s, model=low), STUDIES, rng)[0], 3)[3] < 0.05
+    return (f"minimum detectable difference G={g}: stated {mdd:.2f}, power at that true "
+            f"difference {found.mean():.2f} (80% if the spread stays as seen; smaller "
+            "differences are found less often)")
+
+
+def harness_check(rng: np.random.Generator) -> float:
+    """The batched code above against experiments.analyse.inference on whole data frames:
+    the largest difference in any effect, bound or p-value (should be ~1e-15)."""
+    import pandas as pd
+
+    s = Setting("check", 6, **EFFECTS)
+    outcomes, _ = simulate(s, 3, rng)
+    worst = 0.0
+    for study in outcomes:
+        index = np.indices(study.shape).reshape(study.ndim, -1)
+        df = pd.DataFrame(dict(zip(["scenario", *LEVELS, "repeat"], index, strict=True)))
+        table = inference.effects(df.assign(success=study.ravel()), list(LEVELS))
+        for axis, factor in enumerate(LEVELS, start=2):
+            batch = np.stack(new_contrasts(study[None], axis))[:, 0].T
+            harness = table[table["factor"] == factor][["effect", "ci_low", "ci_high", "p_value"]]
+            clipped = np.column_stack([batch[:, 0], np.maximum(batch[:, 1], -1),
+                                       np.minimum(batch[:, 2], 1), batch[:, 3]])
+            worst = max(worst, float(np.abs(harness.to_numpy(float) - clipped).max()))
+    return worst
 
 
 def main() -> None:
     started = time.perf_counter()
     rng = np.random.default_rng(SEED)
     runs = [(s, analyse(s, STUDIES, rng)) for s in settings()]
-    main_runs = [r for s, r in runs if "main" in s.tags]
-    print(f"stats_calibration: {STUDIES} simulated studies per design, {len(main_runs)} designs "
-          f"(3 personas x 2 models x T 0/0.7 x {REPEATS} repeats, 4-16 scenarios)")
-    for name, prefix, goal in (
-            ("rate, Wilson over scenario means (new)", "rate", "goal 0.93-0.97"),
-            ("rate, Wilson over repeats (old)", "old_rate", "replaced"),
-            ("rate, cluster bootstrap (old)", "boot_rate", "replaced"),
-            ("factor effect, t over scenario differences (new)", "effect", "goal 0.93-0.97, <=0.05"),
-            ("best vs rest, adjusted for picking the best (new)", "best", "goal 0.93-0.97, <=0.05"),
-            ("best vs rest, Holm over k-1 alone (not used)", "best_holm", "over-claims"),
-            ("compare two runs, paired on scenario (new)", "compare", "goal 0.93-0.97, <=0.05"),
-            ("compare two runs, McNemar on repeats + bootstrap (old)", "old_compare", "replaced"),
-            ("all pairs, McNemar on repeats, Holm over 66 (old)", "old_pairs", "replaced"),
-            ("style words, scenario means (new)", "style", "goal 0.93-0.97, <=0.05"),
-            ("style words, Kruskal-Wallis over cases (old)", "old_style", "replaced")):
-        print(line(name, main_runs, prefix, goal))
-    for s, r in runs:
-        print(f"  {s.name}: rate {mean_of([r], 'rate_cov'):.3f}, effect "
-              f"{mean_of([r], 'effect_cov'):.3f}, effect claims "
-              f"{mean_of([r], 'effect_claims'):.3f}, best-vs-rest claims "
-              f"{mean_of([r], 'best_claims'):.3f}")
+    chosen = [r for s, r in runs if "main" in s.tags]
+    print(f"stats_calibration: {STUDIES} simulated studies per design, {len(chosen)} designs "
+          f"(3 personas x 2 models x T 0/0.7 x {REPEATS} repeats, 4-16 scenarios, scenario "
+          "difficulty sd 0.5-3 on the logit scale)")
+    for name, prefix, goal in METHODS:
+        print(line(name, chosen, prefix, goal))
+    report_designs(runs)
     for g in (4, 8, 16):
-        base = Setting(f"mdd G={g}", g, **{**EFFECTS, "model": 0.0})
-        mdd = stated_mdd(base, STUDIES, rng)
-        print(f"minimum detectable difference G={g}: stated {mdd:.2f}, power at that true "
-              f"difference {power_at(base, mdd, STUDIES, rng):.2f} (goal about 0.80)")
+        print(mdd_line(g, rng))
+    print(f"harness check: batched methods = experiments.analyse.inference within "
+          f"{harness_check(rng):.1e}")
     print(f"stats_calibration: {time.perf_counter() - started:.0f} s")
+
+
+def report_designs(runs: list[tuple[Setting, dict[str, np.ndarray]]]) -> None:
+    """Per design, the small-scenario threshold, the stress case, errors, identical repeats."""
+    for s, r in runs[:-1]:  # the last design (errors) has a line of its own
+        print(f"  {s.name}: rate coverage {mean_of([r], 'rate_cov'):.3f}, effect coverage "
+              f"{mean_of([r], 'effect_cov'):.3f} (median width {mean_of([r], 'effect_width'):.2f})"
+              f", effect false claims {mean_of([r], 'effect_claims'):.3f}")
+    named = dict((s.name, r) for s, r in runs)
+    errors = named["errors on hard scenarios G=8"]
+    print(f"errors on model 1's hard scenarios (G=8, null): pooled rates over answered cases "
+          f"(old) bias {mean_of([errors], 'errors_old_bias'):+.3f}; on scenarios both "
+          f"answered (new) bias {mean_of([errors], 'errors_new_bias'):+.3f}, coverage "
+          f"{mean_of([errors], 'errors_cov'):.3f}, false claims "
+          f"{mean_of([errors], 'errors_claims'):.3f}")
+    nulls = [r for s, r in runs if "main" in s.tags and s.null]
+    print(f"identical repeats (T = 0, persona A vs B, no true difference): old McNemar false "
+          f"claims {mean_of(nulls, 't0_old3'):.3f} with 3 repeats vs "
+          f"{mean_of(nulls, 't0_old1'):.3f} with 1; new {mean_of(nulls, 't0_new3'):.3f} vs "
+          f"{mean_of(nulls, 't0_new1'):.3f} (same p-values: {mean_of(nulls, 't0_same'):.0%})")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,8 @@ class Estimate:
     p_value: float = math.nan
     note: str = ""
     se: float = math.nan
+    pairs: int = 0
+    unmatched: int = 0
 
     @property
     def has_interval(self) -> bool:
@@ -73,32 +77,33 @@ def scenario_wilson(means: Any) -> tuple[Any, Any, Any]:
 
 
 def least_variance(differences: Any) -> Any:
-    """The variance of the mean of N paired differences (last axis) had one more pair come out
-    +1 or -1 (half a pair each way): what the finite number of draws leaves unknown even when
-    every scenario shows the same difference, so that interval is never zero-width. Only a
-    floor: it is well below the spread between scenarios in any other case."""
+    """The variance of the mean of N paired differences (last axis, NaN = not paired) had one
+    more pair come out +1 or -1 (half a pair each way): what the finite number of draws leaves
+    unknown even when every scenario shows the same difference, so that interval is never
+    zero-width. Only a floor: it is well below the spread between scenarios otherwise."""
     np = _np()
     differences = np.asarray(differences, dtype=float)
-    count = differences.shape[-1]
-    mean = differences.mean(axis=-1)
+    count = np.sum(~np.isnan(differences), axis=-1)
     total = count + 1
+    mean = np.nansum(differences, axis=-1) / np.maximum(count, 1)
     return ((count * mean ** 2 + 1) / total - (count * mean / total) ** 2) / total
 
 
 def scenario_t(differences: Any, floor: Any) -> tuple[Any, Any, Any, Any]:
-    """Mean difference over scenarios (last axis), its 95% t-interval with G-1 degrees of
-    freedom and two-sided p-value. The variance of the mean is the spread between scenarios
-    over G, never below `floor`, so agreeing scenarios do not give zero width."""
+    """Mean difference over scenarios (last axis; NaN = a scenario not compared), its 95%
+    t-interval with G-1 degrees of freedom and two-sided p-value. The variance of the mean is
+    the spread between scenarios over G, never below `floor`, so agreeing scenarios do not
+    give zero width."""
     from scipy import stats
 
     np = _np()
     differences = np.asarray(differences, dtype=float)
-    scenarios = differences.shape[-1]
-    value = differences.mean(axis=-1)
-    spread = differences.var(axis=-1, ddof=1) if scenarios > 1 else np.zeros_like(value)
-    se = np.sqrt(np.maximum(spread / scenarios, floor))
-    critical = stats.t.ppf(1 - ALPHA / 2, scenarios - 1)
+    scenarios = np.sum(~np.isnan(differences), axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.nansum(differences, axis=-1) / scenarios
+        spread = np.nansum((differences - value[..., None]) ** 2, axis=-1) / (scenarios - 1)
+        se = np.sqrt(np.maximum(np.where(scenarios > 1, spread / scenarios, 0.0), floor))
+        critical = stats.t.ppf(1 - ALPHA / 2, scenarios - 1)
         p_value = np.where(se > 0, 2 * stats.t.sf(np.abs(value) / se, scenarios - 1),
                            np.where(value == 0, 1.0, 0.0))
     return value, value - critical * se, value + critical * se, p_value
@@ -143,8 +148,8 @@ def _scaled(values: Any, bounds: tuple[float, float] | None) -> Any:
 
 def _unscaled(value: float, bounds: tuple[float, float] | None, *, shift: bool = True) -> float:
     if bounds is None:
-        return value
-    return value * (bounds[1] - bounds[0]) + (bounds[0] if shift else 0.0)
+        return float(value)
+    return float(value * (bounds[1] - bounds[0]) + (bounds[0] if shift else 0.0))
 
 
 def scenario_means(df: Any, outcome: str) -> Any:
@@ -175,36 +180,39 @@ def level_mean(df: Any, outcome: str = "success",
                     note=note)
 
 
-def matched_cells(df: Any, factor: str, level: Any, reference: Any, others: Sequence[str],
+def matched_cases(df: Any, factor: str, level: Any, reference: Any, keys: Sequence[str],
                   outcome: str) -> Any:
-    """Cell means (repeats averaged) of `level` and `reference` side by side, one row per
-    scenario and combination of the other factors that ran at both levels."""
-    cells = (df.dropna(subset=[outcome])
-             .groupby(["scenario", *others, factor], dropna=False)[outcome].mean()
-             .unstack(factor))
-    if level not in cells or reference not in cells:
-        return cells.iloc[:0, :0].assign(level=[], reference=[])
-    return cells[[level, reference]].dropna().set_axis(["level", "reference"], axis=1)
+    """`level` and `reference` outcomes side by side, one row per case key (scenario, the other
+    factors, repeat) answered at either level; NaN where that side has no answer (an error)."""
+    present = [k for k in keys if k in df]
+    cases = (df[df[factor].isin([level, reference])].dropna(subset=[outcome])
+             .groupby([*present, factor], dropna=False)[outcome].mean().unstack(factor))
+    return cases.reindex(columns=[level, reference]).set_axis(["level", "reference"], axis=1)
 
 
 def contrast(df: Any, factor: str, level: Any, reference: Any, others: Sequence[str] = (),
-             outcome: str = "success",
-             bounds: tuple[float, float] | None = PROPORTION) -> Estimate:
-    """level minus reference of `factor`, matched on scenario and the other factors (so it is
-    adjusted for them), tested on one mean difference per scenario."""
+             outcome: str = "success", bounds: tuple[float, float] | None = PROPORTION,
+             within: Sequence[str] = ("repeat",)) -> Estimate:
+    """level minus reference of `factor` on the cases both answered, matched on scenario, the
+    other factors (so it is adjusted for them) and `within` (repeat); tested on one mean
+    difference per scenario. `unmatched` counts answered cases left out because the other
+    side errored on them."""
     from scipy import stats
 
-    cells = matched_cells(df, factor, level, reference, others, outcome)
-    differences = (_scaled(cells["level"], bounds) - _scaled(cells["reference"], bounds))
+    cases = matched_cases(df, factor, level, reference, ["scenario", *others, *within], outcome)
+    both = cases.dropna()
+    counts = {"pairs": len(both), "unmatched": int(cases.notna().sum().sum() - 2 * len(both))}
+    cells = both.groupby(level=["scenario", *others], dropna=False).mean()
+    differences = _scaled(cells["level"], bounds) - _scaled(cells["reference"], bounds)
     per_scenario = differences.groupby(level="scenario").mean().to_numpy(float)
     count = len(per_scenario)
     if count == 0:
         return Estimate(math.nan, math.nan, math.nan, "no data", 0,
-                        note="no scenario was run at both levels")
+                        note="no scenario answered at both levels", **counts)
     value = _unscaled(float(per_scenario.mean()), bounds, shift=False)
     if count < MIN_SCENARIOS:
         return Estimate(value, math.nan, math.nan, TOO_FEW, count,
-                        note=f"{TOO_FEW} ({count} < {MIN_SCENARIOS})")
+                        note=f"{TOO_FEW} ({count} < {MIN_SCENARIOS})", **counts)
     floor = least_variance(differences.to_numpy(float)) if bounds is not None else 0.0
     _, low, high, p_value = scenario_t(per_scenario, floor)
     se = (float(high) - float(low)) / (2 * stats.t.ppf(1 - ALPHA / 2, count - 1))
@@ -212,7 +220,7 @@ def contrast(df: Any, factor: str, level: Any, reference: Any, others: Sequence[
     note = "" if high > low else "every scenario shows the same difference"
     return Estimate(value, _unscaled(low, bounds, shift=False),
                     _unscaled(high, bounds, shift=False), EFFECT_METHOD, count,
-                    float(p_value), note, _unscaled(se, bounds, shift=False))
+                    float(p_value), note, _unscaled(se, bounds, shift=False), **counts)
 
 
 def _levels(df: Any, factor: str) -> list[Any]:
@@ -252,25 +260,41 @@ def _row(estimate: Estimate, *, p_holm: float, **keys: Any) -> dict[str, Any]:
             "scenarios": estimate.scenarios, "method": estimate.method, "note": estimate.note}
 
 
-def picked_best(t_value: Any, configurations: int, scenarios: int) -> Any:
-    """p-value of a best-vs-other t statistic allowing for the best having been picked from
-    `configurations` by the same data: the studentized range of that many means (Tukey), so
-    equal configurations are not told apart more often than 5% however many there are."""
+@functools.lru_cache(maxsize=64)
+def picked_best_point(configurations: int, scenarios: int) -> float:
+    """The 95% point of the studentized range of `configurations` means over `scenarios`."""
     from scipy import stats
 
-    np = _np()
-    return stats.studentized_range.sf(np.sqrt(2) * np.abs(t_value), configurations,
-                                      scenarios - 1)
+    return float(stats.studentized_range.ppf(1 - ALPHA, configurations, scenarios - 1))
+
+
+def picked_best(found: Estimate, configurations: int,
+                bounds: tuple[float, float] | None) -> Estimate:
+    """A best-vs-other contrast allowing for the best having been picked from
+    `configurations` by the same data (Tukey: the studentized range of that many means), in
+    its p-value and its interval, so equal configurations are told apart in at most 5% of
+    studies however many there are."""
+    from scipy import stats
+
+    if not (found.has_interval and found.se > 0):
+        return found
+    half = picked_best_point(configurations, found.scenarios) / math.sqrt(2) * found.se
+    p_value = float(stats.studentized_range.sf(math.sqrt(2) * abs(found.value / found.se),
+                                               configurations, found.scenarios - 1))
+    span = (bounds[1] - bounds[0]) if bounds else math.inf
+    return dataclasses.replace(found, low=max(found.value - half, -span),
+                               high=min(found.value + half, span), p_value=p_value,
+                               method=BEST_METHOD)
 
 
 def best_vs_rest(df: Any, config: str, outcome: str = "success",
                  bounds: tuple[float, float] | None = PROPORTION) -> Any:
     """The configuration with the highest mean over scenario means against each other one,
-    paired on scenario; p-values adjusted for the choice of the best (picked_best)."""
+    paired on scenario and repeat, adjusted for the choice of the best (picked_best)."""
     import pandas as pd
 
-    columns = ["best", "other", "effect", "ci_low", "ci_high", "p_value", "p_adjusted",
-               "significant", "scenarios", "method", "note"]
+    columns = ["best", "other", "effect", "ci_low", "ci_high", "p_value", "significant",
+               "scenarios", "method", "note"]
     means = (df.dropna(subset=[outcome]).groupby([config, "scenario"])[outcome].mean()
              .groupby(level=config).mean())
     if len(means) < 2:
@@ -279,31 +303,20 @@ def best_vs_rest(df: Any, config: str, outcome: str = "success",
     best = ranked[0][0]
     rows = []
     for other, _ in ranked[1:]:
-        found = contrast(df, config, best, other, (), outcome, bounds)
-        adjusted = (float(picked_best(found.value / found.se, len(ranked), found.scenarios))
-                    if found.has_interval and found.se > 0 else 1.0)
-        rows.append({**_row(found, best=best, other=other, p_holm=adjusted),
-                     "method": BEST_METHOD})
-    return pd.DataFrame(rows).rename(columns={"p_holm": "p_adjusted"})[columns]
+        found = picked_best(contrast(df, config, best, other, (), outcome, bounds),
+                            len(ranked), bounds)
+        rows.append(_row(found, best=best, other=other, p_holm=found.p_value))
+    return pd.DataFrame(rows, columns=[*columns[:6], "p_holm", *columns[6:]])[columns]
 
 
-def paired_runs(first: Any, second: Any, on: Sequence[str], outcome: str = "success",
-                bounds: tuple[float, float] | None = PROPORTION) -> tuple[Estimate, int]:
-    """second minus first for two runs that differ in one factor: rows paired on `on`
-    (scenario, repeat, the other factors), tested on one difference per scenario. Returns the
-    estimate and how many row pairs were matched."""
+def paired_runs(first: Any, second: Any, others: Sequence[str], outcome: str = "success",
+                bounds: tuple[float, float] | None = PROPORTION) -> Estimate:
+    """second minus first for two runs that differ in one factor: cases paired on scenario,
+    repeat and `others` (the factors both runs share), tested on one difference per scenario."""
     import pandas as pd
 
-    keys = [k for k in on if k != "scenario"]
-    joined = pd.merge(first[["scenario", *keys, outcome]].dropna(subset=[outcome]),
-                      second[["scenario", *keys, outcome]].dropna(subset=[outcome]),
-                      on=["scenario", *keys], suffixes=("_first", "_second"))
-    long = pd.concat([
-        joined[["scenario", *keys]].assign(run="first", value=joined[f"{outcome}_first"]),
-        joined[["scenario", *keys]].assign(run="second", value=joined[f"{outcome}_second"]),
-    ])
-    others = [k for k in keys if k != "repeat"]
-    return contrast(long, "run", "second", "first", others, "value", bounds), len(joined)
+    both = pd.concat([first.assign(_run="first"), second.assign(_run="second")])
+    return contrast(both, "_run", "second", "first", others, outcome, bounds)
 
 
 def repeat_agreement(df: Any, config: str, answers: Sequence[str], by: str) -> Any:
