@@ -100,7 +100,7 @@ def test_null_studies_do_not_over_claim():
     claims = 0
     for _ in range(100):
         difficulty = dict(zip([f"s{s}" for s in range(6)], rng.normal(0, 1.5, 6), strict=True))
-        df = grid(6, lambda r: rng.random() < 1 / (1 + math.exp(-difficulty[r["scenario"]])),
+        df = grid(6, lambda r, d=difficulty: rng.random() < 1 / (1 + math.exp(-d[r["scenario"]])),
                   repeats=2, persona=["p", "q", "r"], model=["a", "b"])
         table = effects(df, ["persona", "model"])
         claims += table.groupby("factor")["significant"].any().sum()
