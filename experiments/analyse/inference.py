@@ -124,15 +124,16 @@ def holm(p_values: Any) -> Any:
     return adjusted
 
 
-def minimum_detectable(scenarios: int, sd: float) -> float:
+def minimum_detectable(scenarios: int, sd: float, critical: float | None = None) -> float:
     """Smallest true difference a two-sided 5% t-test over `scenarios` scenario-level
-    differences of standard deviation `sd` finds with 80% power (noncentral t, G-1 df)."""
+    differences of standard deviation `sd` finds with 80% power (noncentral t, G-1 df);
+    `critical` replaces the t critical value (picked_best_point / sqrt 2 for best vs rest)."""
     from scipy import optimize, stats
 
     if scenarios < 2 or not sd > 0:
         return math.inf if scenarios < 2 else 0.0
     df = scenarios - 1
-    critical = stats.t.ppf(1 - ALPHA / 2, df)
+    critical = stats.t.ppf(1 - ALPHA / 2, df) if critical is None else critical
 
     def shortfall(shift: float) -> float:  # the far tail (a wrong-sign finding) is negligible
         return float(stats.nct.sf(critical, df, shift) - POWER)
@@ -227,37 +228,41 @@ def _levels(df: Any, factor: str) -> list[Any]:
     return sorted(df[factor].dropna().unique().tolist(), key=lambda v: (str(type(v)), v))
 
 
+def factor_effect(df: Any, factor: str, others: Sequence[str], outcome: str = "success",
+                  bounds: tuple[float, float] | None = PROPORTION) -> list[dict[str, Any]]:
+    """One factor's levels against its first level, adjusted for the `others` by matching,
+    p-values Holm-corrected within the factor; no rows when it has one level."""
+    levels = _levels(df, factor)
+    found = [(level, contrast(df, factor, level, levels[0], others, outcome, bounds))
+             for level in levels[1:]]
+    adjusted = holm([e.p_value if not math.isnan(e.p_value) else 1.0 for _, e in found])
+    return [_row(estimate, factor=factor, level=level, reference=levels[0], p_holm=float(p))
+            for (level, estimate), p in zip(found, adjusted, strict=True)]
+
+
 def effects(df: Any, factors: Sequence[str], outcome: str = "success",
             bounds: tuple[float, float] | None = PROPORTION) -> Any:
-    """Each factor's levels against its first level, adjusted for the other factors by
-    matching, with p-values Holm-corrected within the factor. Factors with one level are
-    left out (nothing varied)."""
+    """factor_effect for every factor, each adjusted for all the others."""
     import pandas as pd
 
-    rows = []
-    for factor in factors:
-        levels = _levels(df, factor)
-        if len(levels) < 2:
-            continue
-        others = [f for f in factors if f != factor]
-        found = [(level, contrast(df, factor, level, levels[0], others, outcome, bounds))
-                 for level in levels[1:]]
-        adjusted = holm([e.p_value if not math.isnan(e.p_value) else 1.0 for _, e in found])
-        for (level, estimate), p_holm in zip(found, adjusted, strict=True):
-            rows.append(_row(estimate, factor=factor, level=level, reference=levels[0],
-                             p_holm=float(p_holm)))
+    rows = [row for factor in factors
+            for row in factor_effect(df, factor, [f for f in factors if f != factor], outcome,
+                                     bounds)]
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
 EFFECT_COLUMNS = ["factor", "level", "reference", "effect", "ci_low", "ci_high", "p_value",
-                  "p_holm", "significant", "scenarios", "method", "note"]
+                  "p_holm", "significant", "scenarios", "pairs", "left_out", "se", "method",
+                  "note"]
 
 
 def _row(estimate: Estimate, *, p_holm: float, **keys: Any) -> dict[str, Any]:
     return {**keys, "effect": estimate.value, "ci_low": estimate.low, "ci_high": estimate.high,
             "p_value": estimate.p_value, "p_holm": p_holm,
             "significant": bool(p_holm < ALPHA) and estimate.has_interval,
-            "scenarios": estimate.scenarios, "method": estimate.method, "note": estimate.note}
+            "scenarios": estimate.scenarios, "pairs": estimate.pairs,
+            "left_out": estimate.unmatched, "se": estimate.se, "method": estimate.method,
+            "note": estimate.note}
 
 
 @functools.lru_cache(maxsize=64)
@@ -293,8 +298,7 @@ def best_vs_rest(df: Any, config: str, outcome: str = "success",
     paired on scenario and repeat, adjusted for the choice of the best (picked_best)."""
     import pandas as pd
 
-    columns = ["best", "other", "effect", "ci_low", "ci_high", "p_value", "significant",
-               "scenarios", "method", "note"]
+    columns = ["best", "other", *EFFECT_COLUMNS[3:]]
     means = (df.dropna(subset=[outcome]).groupby([config, "scenario"])[outcome].mean()
              .groupby(level=config).mean())
     if len(means) < 2:
@@ -303,10 +307,11 @@ def best_vs_rest(df: Any, config: str, outcome: str = "success",
     best = ranked[0][0]
     rows = []
     for other, _ in ranked[1:]:
-        found = picked_best(contrast(df, config, best, other, (), outcome, bounds),
-                            len(ranked), bounds)
-        rows.append(_row(found, best=best, other=other, p_holm=found.p_value))
-    return pd.DataFrame(rows, columns=[*columns[:6], "p_holm", *columns[6:]])[columns]
+        plain = contrast(df, config, best, other, (), outcome, bounds)
+        found = picked_best(plain, len(ranked), bounds)
+        rows.append({**_row(found, best=best, other=other, p_holm=found.p_value),
+                     "p_value": plain.p_value})
+    return pd.DataFrame(rows, columns=columns).rename(columns={"p_holm": "p_adjusted"})
 
 
 def paired_runs(first: Any, second: Any, others: Sequence[str], outcome: str = "success",
