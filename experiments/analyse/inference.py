@@ -162,7 +162,6 @@ def level_mean(df: Any, outcome: str = "success",
                bounds: tuple[float, float] | None = PROPORTION) -> Estimate:
     """A configuration's (or level's) mean with its 95% interval over scenario means: Wilson
     for a bounded measure (a rate, a 1-5 score), Student t for an unbounded one (words)."""
-    np = _np()
     means = scenario_means(df, outcome)
     count = len(means)
     if count == 0:
@@ -175,7 +174,7 @@ def level_mean(df: Any, outcome: str = "success",
         _, low, high = scenario_wilson(_scaled(means.to_numpy(float), bounds))
         return Estimate(value, _unscaled(float(low), bounds), _unscaled(float(high), bounds),
                         RATE_METHOD, count)
-    _, low, high, _ = scenario_t(means.to_numpy(float) - value, np.zeros(count))
+    _, low, high, _ = scenario_t(means.to_numpy(float) - value, 0.0)
     note = "" if high > low else "every scenario gives the same value"
     return Estimate(value, value + float(low), value + float(high), MEAN_METHOD, count,
                     note=note)
@@ -224,19 +223,21 @@ def contrast(df: Any, factor: str, level: Any, reference: Any, others: Sequence[
                     float(p_value), note, _unscaled(se, bounds, shift=False), **counts)
 
 
-def _levels(df: Any, factor: str) -> list[Any]:
+def levels(df: Any, factor: str) -> list[Any]:
+    """A factor's levels in a stable order (numbers by value, names alphabetically)."""
     return sorted(df[factor].dropna().unique().tolist(), key=lambda v: (str(type(v)), v))
 
 
 def factor_effect(df: Any, factor: str, others: Sequence[str], outcome: str = "success",
-                  bounds: tuple[float, float] | None = PROPORTION) -> list[dict[str, Any]]:
-    """One factor's levels against its first level, adjusted for the `others` by matching,
-    p-values Holm-corrected within the factor; no rows when it has one level."""
-    levels = _levels(df, factor)
-    found = [(level, contrast(df, factor, level, levels[0], others, outcome, bounds))
-             for level in levels[1:]]
+                  bounds: tuple[float, float] | None = PROPORTION,
+                  order: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """One factor's levels (`order`, default: those in df) against the first, adjusted for
+    the `others` by matching, p-values Holm-corrected within the factor."""
+    ordered = list(order) if order is not None else levels(df, factor)
+    found = [(level, contrast(df, factor, level, ordered[0], others, outcome, bounds))
+             for level in ordered[1:]]
     adjusted = holm([e.p_value if not math.isnan(e.p_value) else 1.0 for _, e in found])
-    return [_row(estimate, factor=factor, level=level, reference=levels[0], p_holm=float(p))
+    return [_row(estimate, factor=factor, level=level, reference=ordered[0], p_holm=float(p))
             for (level, estimate), p in zip(found, adjusted, strict=True)]
 
 
