@@ -13,7 +13,8 @@ from pathlib import Path
 from tests.conftest import REPO
 
 FIELDS = {"answer", "persona", "model", "temperature", "thread_id", "iterations", "llm_calls",
-          "tool_calls", "artifacts", "latency_s", "usage", "stopped_by_cap", "error"}
+          "tool_calls", "artifacts", "latency_s", "usage", "stopped_by_cap", "error", "routing",
+          "calls"}
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -40,6 +41,18 @@ def test_integral_through_the_cli(data_dir):
     assert png.resolve().is_relative_to(data_dir.resolve())
     assert data["error"] is None and data["stopped_by_cap"] is False
     assert data["usage"]["input_tokens"] > 0 and data["latency_s"] > 0
+
+
+def test_routing_is_a_flag_and_every_model_call_is_in_the_json():
+    data = chat_json("--routing", "off", "Calculate the integral of x² from 0 to 3")
+    assert data["routing"] == {"mode": "off", "toolsets": None}
+    routed = chat_json("Calculate the integral of x² from 0 to 3")
+    assert routed["routing"] == {"mode": "on", "toolsets": ["calculus"]}
+    for turn in (data, routed):
+        assert len(turn["calls"]) == turn["llm_calls"] == 2
+        assert sum(c["input_tokens"] for c in turn["calls"]) == turn["usage"]["input_tokens"]
+    assert routed["calls"][0]["input_tokens"] < data["calls"][0]["input_tokens"] / 3
+    assert routed["calls"][0]["tools"] < data["calls"][0]["tools"]
 
 
 def test_chained_arithmetic_through_the_cli():

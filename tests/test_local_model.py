@@ -52,7 +52,9 @@ def cli(*args: str, prelude: str = "", **env: str) -> subprocess.CompletedProces
 
 
 def test_the_cli_answers_with_the_local_model_and_counts_tokens_with_its_tokenizer(local):
-    done = cli("chat", "--model", SPEC, "--json", "hello", TREADWISE_LOCAL_MAX_TOKENS="32")
+    # Every tool and no routing note (--routing compact), so the prompt is rebuilt below as is.
+    done = cli("chat", "--model", SPEC, "--json", "--routing", "compact", "hello",
+               TREADWISE_LOCAL_MAX_TOKENS="32")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["error"] is None and data["answer"].strip()

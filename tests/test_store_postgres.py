@@ -218,7 +218,7 @@ def test_a_read_only_database_is_a_clear_tool_error(database_url: str, tmp_path)
 
 
 def test_without_postgresql_the_tests_fail_saying_how_to_install_it(monkeypatch) -> None:
-    from tests import postgres
+    from treadwise.testing import postgres
 
     monkeypatch.setattr(postgres.glob, "glob", lambda pattern: [])
     with pytest.raises(RuntimeError, match=r"Install them with `sh \.ci/install-system`"):

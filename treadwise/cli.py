@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
     from treadwise.models import default_spec
     from treadwise.personas import DEFAULT_PERSONA, load_personas
+    from treadwise.settings import ROUTING_MODES
 
     parser = argparse.ArgumentParser(prog="python -m treadwise",
                                      description="TreadWise persona chatbot and tools.")
@@ -43,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--seed", type=int, default=None,
                       help="sampling seed (local and OpenAI models; the offline model's "
                       "phrasing above temperature 0)")
+    chat.add_argument("--routing", default=None, choices=ROUTING_MODES,
+                      help="on: each call binds only the tools the message needs, with a "
+                      "compact prompt; compact: the compact prompt, every tool; off: every "
+                      "tool and the business profile in the prompt (default: "
+                      "TREADWISE_ROUTING, else on)")
     chat.add_argument("--thread", default=None, help="conversation id; reuse it to continue")
     chat.add_argument("--json", action="store_true", help="print one JSON object")
     chat.add_argument("message", help="what you want to ask")
@@ -64,7 +70,7 @@ def _chat(args: argparse.Namespace) -> int:
     agent = Agent()
     result = agent.run(args.message, thread_id=args.thread, persona=args.persona,
                        model=args.model, temperature=args.temperature, seed=args.seed,
-                       strategy=args.strategy)
+                       strategy=args.strategy, routing=args.routing)
     code = EXIT_OK
     if result.error is not None:
         code = EXIT_USAGE if result.error.type in USAGE_ERRORS else EXIT_PROVIDER

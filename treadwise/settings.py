@@ -12,6 +12,9 @@ DEFAULT_MAX_INPUT_CHARS = 4000
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 PUBLIC_SESSION_RATE = 10.0  # messages per minute per session, when the app faces the network
 CONSISTENCY_APPROACHES = ("react", "steps", "program")
+# on: routed tools and the compact prompt; compact: the compact prompt with every tool;
+# off: every tool and the business profile in the system prompt (the requests of before).
+ROUTING_MODES = ("on", "compact", "off")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -90,6 +93,8 @@ class Settings:
     # A shared sweep's claim on a case lasts this long past its worker's last heartbeat; a
     # worker that dies leaves its cases to the others after at most this long.
     sweep_claim_s: float = 60.0
+    # Tool routing and the compact prompt (agent/routing.py): on, compact or off.
+    routing: str = "on"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -123,6 +128,7 @@ class Settings:
             or CONSISTENCY_APPROACHES,
             consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
             sweep_claim_s=_float(env, "TREADWISE_SWEEP_CLAIM_S", 60.0),
+            routing=env.get("TREADWISE_ROUTING", "").strip().lower() or "on",
         )
 
     def ensure_data_dir(self) -> Path:

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import (
@@ -21,7 +21,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, within
+from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, start_calls, within
+from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
 from treadwise.conversation import current_turn
@@ -68,12 +69,15 @@ class TurnResult:
     error: FriendlyError | None = None
     # A strategy's own record (stages, attempts, vote); None for the default, react.
     strategy: dict[str, Any] | None = None
+    # The routing mode and the tool groups the turn started with (see agent/routing.py).
+    routing: dict[str, Any] | None = None
     calls: CallStats = field(default_factory=CallStats)
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly the fields of the CLI contract, plus `strategy` when one other than react ran."""
+        """The fields of the CLI contract, `routing`, `calls` (one record per model call), and
+        `strategy` when one other than react ran."""
         data = asdict(self)
-        del data["calls"]
+        data["calls"] = data["calls"]["per_call"]
         data["tool_calls"] = [step.public() for step in self.tool_calls]
         data["error"] = self.error.to_dict() if self.error else None
         if self.strategy is None:
@@ -156,6 +160,7 @@ class Agent:
                 + (("web",) if web_search_enabled() else ())
             tools = get_tools(*names, context=context)
         self.tools = tools
+        self.tool_groups = group_of(tool.name for tool in tools)
         self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir,
                                                               self.settings.database_url)
         self.system_prompt = system_prompt
@@ -201,9 +206,11 @@ class Agent:
     def stream(self, message: str, *, thread_id: str | None = None,
                persona: str = DEFAULT_PERSONA, model: str = "offline",
                temperature: float = 0.0, seed: int | None = None,
-               tokens: bool = True, strategy: str = DEFAULT_STRATEGY) -> Iterator[Event]:
+               tokens: bool = True, strategy: str = DEFAULT_STRATEGY,
+               routing: str | None = None) -> Iterator[Event]:
         """Run one user turn, yielding tool steps, the final result and (with ``tokens``) text
-        as the provider streams it; without ``tokens`` models are called plainly.
+        as the provider streams it; without ``tokens`` models are called plainly. ``routing``
+        (on, compact, off; default the settings') says which tools and prompt the calls carry.
 
         Memory keeps the turn only when it succeeds and the stream is read to its end: a failed
         turn, or one whose stream is closed early (a Stop), leaves the thread as it was."""
@@ -216,6 +223,7 @@ class Agent:
         stages: list[dict[str, Any]] = []
         try:
             self.check_input(message)
+            mode = check_mode(routing or self.settings.routing)
             context = TurnContext(persona=get_persona(persona),
                                   model=self.model(model, temperature, seed), model_spec=model)
             graph, answer_nodes = self.graph_for(strategy), get_strategy(strategy).answer_nodes
@@ -226,11 +234,15 @@ class Agent:
             yield TurnFinished(result)
             return
         before = self._head(thread_id)
+        history = before.checkpoint["channel_values"].get("messages", []) if before else []
+        route = route_turn(mode, message, last_user_text(history), self.tool_groups)
+        context, result.routing = replace(context, route=route), route.record()
         settled = False  # memory holds the finished turn, or is back as it was
         # The turn runs in its own context: the request tally it starts is seen by every
         # model call, whichever thread resumes this generator.
         turn_context = contextvars.copy_context()
         tally, first_token = turn_context.run(start_tally), FirstToken()
+        per_call = turn_context.run(start_calls)
         try:
             modes = ["messages", "updates"] if tokens else ["updates"]
             config = {**self._config(thread_id, strategy), "callbacks": [first_token]}
@@ -241,7 +253,7 @@ class Agent:
                 durability="exit"))
             yield from self._graph_events(chunks, result, steps, stages, answer_nodes)
             result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
-                                     first_token.seconds)
+                                     first_token.seconds, per_call=per_call)
             self._summarise(result, thread_id, steps, strategy, context.persona)
             if result.error is not None:
                 self._restore(graph, thread_id, before)

@@ -1,11 +1,12 @@
-"""How a turn's model calls went: HTTP attempts, retry waits, time to first token, usage."""
+"""How a turn's model calls went: HTTP attempts, retries, first token, usage, and each call's."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from contextvars import Context
-from dataclasses import dataclass
+from contextlib import contextmanager
+from contextvars import Context, ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -23,6 +24,65 @@ class CallStats:
     ttft_s: float | None = None
     # The provider sent no token counts: the turn's usage is an estimate, not a zero.
     usage_missing: bool = False
+    # One record per model call, in order (the JSON's `calls`).
+    per_call: list[ModelCall] = field(default_factory=list)
+
+
+@dataclass
+class ModelCall:
+    """One model call of a turn: what it was for, what it bound, what it cost."""
+
+    stage: str
+    # The routed tool groups it bound; None when every tool was bound (routing not on).
+    toolsets: list[str] | None
+    tools: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    # The HTTP request body's size; None when no request was sent (offline, local models).
+    request_bytes: int | None = None
+    usage_estimated: bool = False
+
+
+_CALLS: ContextVar[list[ModelCall] | None] = ContextVar("treadwise_model_calls", default=None)
+
+
+def start_calls() -> list[ModelCall]:
+    """A fresh list of the current context's model calls (the turn's)."""
+    calls: list[ModelCall] = []
+    _CALLS.set(calls)
+    return calls
+
+
+@contextmanager
+def recorded(stage: str, toolsets: Any, tools: int) -> Iterator[ModelCall]:
+    """Note one model call of the turn, failed or not, with the bytes its request sent; the
+    caller counts the reply's tokens on the yielded record. Outside a turn it is dropped."""
+    from treadwise.models.tally import current_tally
+
+    record = ModelCall(stage, None if toolsets is None else sorted(toolsets), tools)
+    tally = current_tally()
+    sent = len(tally.sizes) if tally is not None else 0
+    try:
+        yield record
+    finally:
+        if tally is not None and len(tally.sizes) > sent:
+            record.request_bytes = tally.sizes[-1]  # the attempt that answered
+        if (calls := _CALLS.get()) is not None:
+            calls.append(record)
+
+
+def count_reply(record: ModelCall, prompt: Sequence[AnyMessage], reply: Any) -> None:
+    """The reply's token counts on its record; estimated (and flagged) when none came."""
+    from treadwise.models.offline import estimate_tokens
+
+    usage = getattr(reply, "usage_metadata", None)
+    if usage:
+        record.input_tokens = int(usage.get("input_tokens", 0))
+        record.output_tokens = int(usage.get("output_tokens", 0))
+        return
+    record.usage_estimated = True
+    record.input_tokens = sum(estimate_tokens(m.text) for m in prompt)
+    record.output_tokens = estimate_tokens(reply.text + str(getattr(reply, "tool_calls", "")))
 
 
 class FirstToken(BaseCallbackHandler):

@@ -19,7 +19,9 @@ from langchain_core.tools import BaseTool, ToolException
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 
-from treadwise.agent import policy
+from treadwise.agent import policy, routing
+from treadwise.agent.calls import count_reply, recorded
+from treadwise.agent.routing import Route
 from treadwise.agent.state import TurnContext
 from treadwise.conversation import STAGE_KEY, current_turn
 from treadwise.errors import redact
@@ -132,27 +134,29 @@ def accepts_stage(model: BaseChatModel) -> bool:
 
 
 class _Binder:
-    """Caches each model's tool bindings: with tools, and with tools disabled for the last call."""
+    """Caches each model's tool bindings by the tools bound: with tools, and with tools
+    disabled for the last call."""
 
-    def __init__(self, tools: Sequence[BaseTool]):
-        self.tools = list(tools)
-        self._cache: dict[int, tuple[BaseChatModel, Any, Any]] = {}
+    def __init__(self) -> None:
+        self._cache: dict[tuple[int, tuple[str, ...]], tuple[BaseChatModel, Any, Any]] = {}
 
-    def bound(self, model: BaseChatModel, final: bool) -> Any:
-        entry = self._cache.get(id(model))
+    def bound(self, model: BaseChatModel, final: bool, tools: Sequence[BaseTool]) -> Any:
+        key = (id(model), tuple(tool.name for tool in tools))
+        entry = self._cache.get(key)
         if entry is None or entry[0] is not model:
-            if len(self._cache) > 64:
+            if len(self._cache) > 256:
                 self._cache.clear()
-            entry = (model, *self._bind(model))
-            self._cache[id(model)] = entry
+            entry = (model, *self._bind(model, tools))
+            self._cache[key] = entry
         return entry[2] if final else entry[1]
 
-    def _bind(self, model: BaseChatModel) -> tuple[Any, Any]:
-        if not self.tools:
+    @staticmethod
+    def _bind(model: BaseChatModel, tools: Sequence[BaseTool]) -> tuple[Any, Any]:
+        if not tools:
             return model, model
-        with_tools = model.bind_tools(self.tools)
+        with_tools = model.bind_tools(tools)
         try:
-            without = model.bind_tools(self.tools, tool_choice="none")
+            without = model.bind_tools(tools, tool_choice="none")
         except (NotImplementedError, ValueError, TypeError):
             without = model
         return with_tools, without
@@ -200,20 +204,53 @@ class Parts:
 
         self.tools = list(tools)
         self.prompt_for = system_prompt or build_system_prompt
-        self.binder = _Binder(tools)
+        self.binder = _Binder()
+        self._chosen: dict[frozenset[str], list[BaseTool]] = {}
 
     def tool_node(self) -> ToolNode:
+        """Every tool, bound or not: a call to one outside the routed groups still runs."""
         return tool_node(self.tools)
 
     def system(self, persona: Persona, instructions: str = "") -> SystemMessage:
         base = self.prompt_for(persona)
         return SystemMessage(f"{base}\n\n{instructions}" if instructions else base)
 
+    def routed(self, route: Route, prompt: Sequence[AnyMessage]
+               ) -> tuple[frozenset[str] | None, list[BaseTool]]:
+        """The groups and tools this call binds: the turn's route, widened by every group
+        whose tool the model has called since the customer's message."""
+        if route.groups is None:
+            return None, self.tools
+        groups = route.groups | routing.group_of(routing.called_tools(prompt))
+        if groups not in self._chosen:
+            self._chosen[groups] = routing.select(self.tools, groups)
+        return groups, self._chosen[groups]
+
+    def _tailed(self, prompt: list[AnyMessage], route: Route, tools: Sequence[BaseTool],
+                final: bool) -> list[AnyMessage]:
+        """The system message with what varies by call at its end: the business profile when
+        routing is off; when it is on, the tools left out (unless no tool may be called)."""
+        from treadwise.agent.prompts import full_business_profile
+
+        extra = [full_business_profile()] if route.full_prompt else []
+        if route.groups is not None and not final \
+                and (note := routing.unbound_note(self.tools, tools)):
+            extra.append(note)
+        if not extra or not prompt or not isinstance(prompt[0], SystemMessage):
+            return prompt
+        return [SystemMessage("\n\n".join([prompt[0].text, *extra])), *prompt[1:]]
+
     def call(self, context: TurnContext, prompt: list[AnyMessage], *, final: bool,
              stage: str | None = None) -> AIMessage:
-        """One model call: with tools unless `final`, tagged with its stage for models that
-        accept one. The run's config (callbacks for token streaming) reaches it by context."""
-        model = self.binder.bound(context.model, final)
+        """One model call: with the routed tools unless `final`, tagged with its stage for
+        models that accept one, noted in the turn's per-call records. The run's config
+        (callbacks for token streaming) reaches it by context."""
+        groups, tools = self.routed(context.route, prompt)
+        prompt = self._tailed(prompt, context.route, tools, final)
+        model = self.binder.bound(context.model, final, tools)
         if stage and accepts_stage(context.model):
             model = model.bind(stage=stage)
-        return clean(model.invoke(prompt), final)
+        with recorded(stage or "reason", groups, len(tools)) as record:
+            response = model.invoke(prompt)
+            count_reply(record, prompt, response)
+        return clean(response, final)

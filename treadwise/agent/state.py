@@ -9,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage
 from langgraph.graph.message import add_messages
 
+from treadwise.agent.routing import Route
 from treadwise.errors import redact
 from treadwise.personas import Persona
 
@@ -39,3 +40,5 @@ class TurnContext:
     persona: Persona
     model: BaseChatModel
     model_spec: str
+    # The tool groups the turn starts with and the prompt it uses (the default binds all).
+    route: Route = Route()

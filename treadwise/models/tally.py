@@ -25,13 +25,16 @@ class RequestTally:
 
     attempts: int = 0
     retry_wait_s: float = 0.0
+    # The body size of every request, in order: what each model call sent.
+    sizes: list[int] = field(default_factory=list)
     _failed_at: float | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def started(self) -> None:
+    def started(self, size: int = 0) -> None:
         now = time.perf_counter()
         with self._lock:
             self.attempts += 1
+            self.sizes.append(size)
             if self._failed_at is not None:
                 self.retry_wait_s += now - self._failed_at
                 self._failed_at = None
@@ -51,6 +54,15 @@ def start_tally() -> RequestTally:
     return tally
 
 
+def current_tally() -> RequestTally | None:
+    """The tally of the current context, if one was started."""
+    return _TALLY.get()
+
+
+def _size(request: httpx.Request) -> int:
+    return int(request.headers.get("content-length") or 0)
+
+
 def _failed(response: httpx.Response | None) -> bool:
     return response is None or response.status_code in RETRY_STATUSES
 
@@ -65,7 +77,7 @@ class CountingTransport(httpx.BaseTransport):
         tally = _TALLY.get()
         if tally is None:
             return self.inner.handle_request(request)
-        tally.started()
+        tally.started(_size(request))
         response = None
         try:
             response = self.inner.handle_request(request)
@@ -87,7 +99,7 @@ class AsyncCountingTransport(httpx.AsyncBaseTransport):
         tally = _TALLY.get()
         if tally is None:
             return await self.inner.handle_async_request(request)
-        tally.started()
+        tally.started(_size(request))
         response = None
         try:
             response = await self.inner.handle_async_request(request)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from treadwise.datafiles import read_yaml_mapping
+from treadwise.profile.vocabulary import Vocabulary, clean_text
 
 PROFILE_DIR = Path(__file__).resolve().parent
 BUSINESS_PROFILE_PATH = PROFILE_DIR / "business.yaml"
@@ -22,51 +22,6 @@ _checked: dict[Path | str, tuple[Path, int, float]] = {}
 
 class ProfileError(ValueError):
     """A profile file is missing or does not have the expected shape."""
-
-
-def clean_text(text: str) -> str:
-    """Lower-case words separated by single spaces: the form every phrase is matched in."""
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split())
-
-
-class Vocabulary:
-    """Canonical names and the phrases that mean them, matched as whole words in free text."""
-
-    def __init__(self, synonyms: Mapping[str, Iterable[str]]):
-        self.names: list[str] = list(synonyms)
-        self._phrases: dict[str, str] = {}
-        for name, phrases in synonyms.items():
-            for phrase in (name, *phrases):
-                if cleaned := clean_text(phrase):
-                    self._phrases.setdefault(cleaned, name)
-        # A trailing "s"/"es" is accepted so "trucks" and "sensors" match without listing plurals.
-        self._patterns = [
-            (phrase, re.compile(rf"(?<![0-9a-z]){re.escape(phrase)}(?:e?s)?(?![0-9a-z])"))
-            for phrase in self._phrases
-        ]
-
-    def normalise(self, text: str) -> str | None:
-        """The canonical name when the whole text is one of the phrases, else None."""
-        cleaned = clean_text(text)
-        for phrase, pattern in self._patterns:
-            if pattern.fullmatch(cleaned):
-                return self._phrases[phrase]
-        return None
-
-    def find(self, text: str) -> str | None:
-        """The canonical name of the longest phrase found in the text (earliest on a tie)."""
-        best = self.find_spans(text)
-        return best[0][0] if best else None
-
-    def find_spans(self, text: str) -> list[tuple[str, str, int, int]]:
-        """(name, phrase, start, end) of every phrase in the cleaned text, best match first."""
-        cleaned = clean_text(text)
-        found = []
-        for phrase, pattern in self._patterns:
-            if match := pattern.search(cleaned):
-                found.append((-len(phrase), match.start(), match.end(), self._phrases[phrase],
-                              phrase))
-        return [(name, phrase, start, end) for _, start, end, name, phrase in sorted(found)]
 
 
 @dataclass(frozen=True)
@@ -403,6 +358,24 @@ def find_place(text: str) -> str | None:
 def find_service(text: str) -> str | None:
     """The service mentioned in a sentence: 'I have a flat' -> 'repair'."""
     return load_coverage().services.find(text)
+
+
+def business_phrases() -> tuple[str, ...]:
+    """Every phrase of the business vocabulary (vehicles, usages, places, services, profile
+    topics), cleaned: the words that tell a question is about the business."""
+    profile, catalogue, coverage = load_business_profile(), load_tire_catalogue(), load_coverage()
+    key = (id(profile), id(catalogue), id(coverage))
+    if _phrases_of[0] != key:
+        topics = Vocabulary({s.key: (s.title, *s.keywords) for s in profile.sections.values()})
+        found = {phrase for vocabulary in (catalogue.vehicles, catalogue.usages, coverage.services,
+                                           coverage.places, coverage.other_places, topics)
+                 for phrase in vocabulary.phrases}
+        # The objects are kept with their ids, so an id cannot be reused while it is cached.
+        _phrases_of[:] = [key, tuple(sorted(found)), (profile, catalogue, coverage)]
+    return _phrases_of[1]
+
+
+_phrases_of: list = [None, (), None]
 
 
 def find_topic(text: str) -> str | None:

@@ -26,6 +26,7 @@ class Reply:
     hang: bool = False  # accept the request and never answer
     chunk_delay_s: float = 0.0  # when streaming, wait this long before each chunk
     finish_reason: str | None = None
+    usage: dict[str, int] | None = None  # OpenAI usage to report; a small fixed one if None
 
 
 Brain = Callable[[dict[str, Any]], Reply]
@@ -67,6 +68,7 @@ class LoopbackServer:
     def __init__(self, brain: Brain = echo_brain):
         self.brain = brain
         self.requests: list[dict[str, Any]] = []
+        self.sizes: list[int] = []  # each request body's length in bytes
         self.paths: list[str] = []
         self._lock = threading.Lock()
         self._hung = threading.Event()
@@ -84,6 +86,7 @@ class LoopbackServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
+                    server.sizes.append(length)
                     server.paths.append(self.path)
                 reply = server.brain(body)
                 if reply.hang:
@@ -158,7 +161,7 @@ class OpenAIServer(LoopbackServer):
                                if reply.raw_arguments is not None else json.dumps(c["args"])}}
                  for c in reply.tool_calls]
         finish = reply.finish_reason or ("tool_calls" if calls else "stop")
-        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        usage = reply.usage or {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         model = request.get("model", "gpt-test")
         if request.get("stream"):
             events = [json.dumps({"id": "c1", "object": "chat.completion.chunk", "model": model,
