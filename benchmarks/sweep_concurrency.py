@@ -84,8 +84,8 @@ def harness_cpu() -> float:
 
 def time_sweep(folder: Path, workers: int) -> tuple[float, int]:
     """Seconds for the whole sweep (plan, cases, rows; no report) and its rows, all passed."""
-    from experiments.results import read_rows
-    from experiments.runner import run_sweep
+    from experiments.run.runner import run_sweep
+    from experiments.store.results_file import read_rows
 
     grid = folder / f"grid-{workers}.yaml"
     grid.write_text(GRID.format(model=MODEL, cases=CASES, concurrency=CONCURRENCY,
@@ -130,7 +130,7 @@ def main() -> None:
     import httpcore  # noqa: F401
     import langchain_openai  # noqa: F401
 
-    import experiments.runner  # noqa: F401
+    import experiments.run.runner  # noqa: F401
     import treadwise.tools.math  # noqa: F401
 
     server, url = serve()

@@ -78,9 +78,9 @@ def cpu_s() -> float:
 
 
 def sweep(folder: Path, memory: Memory) -> tuple[float, float, Path]:
-    from experiments.grid import load_grid
-    from experiments.runner import run_sweep
-    from experiments.scenarios import DEFAULT_SCENARIOS
+    from experiments.define.grid import load_grid
+    from experiments.define.scenarios import DEFAULT_SCENARIOS
+    from experiments.run.runner import run_sweep
 
     grid = folder / "grid.yaml"
     grid.write_text(GRID.format(repeats=1, concurrency=CONCURRENCY, scenarios=DEFAULT_SCENARIOS,
@@ -101,8 +101,8 @@ def sweep(folder: Path, memory: Memory) -> tuple[float, float, Path]:
 def bare(folder: Path, run_dir: Path) -> tuple[float, float]:
     """Wall and CPU seconds per case for the first REFERENCE cases' turns on pre-built agents
     with the same threads, no harness."""
-    from experiments.cases import case_agent, load_toolsets, tool_context
-    from experiments.grid import load_grid
+    from experiments.define.grid import load_grid
+    from experiments.run.cases import case_agent, load_toolsets, tool_context
     from treadwise.settings import Settings
 
     cases = load_grid(run_dir / "grid.yaml",
@@ -133,9 +133,9 @@ def bare(folder: Path, run_dir: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    import experiments.runner  # noqa: F401 - imports are not what this measures
+    import experiments.run.runner  # noqa: F401 - imports are not what this measures
     import treadwise.tools.math  # noqa: F401
-    from experiments.results import read_rows
+    from experiments.store.results_file import read_rows
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -1,5 +1,4 @@
-"""Command line: run (or resume, or join) a sweep, report on it, list runs, show a case,
-compare runs, export a shared run."""
+"""Command line: parse the arguments and hand each command (run, report, list, show...) on."""
 
 from __future__ import annotations
 
@@ -7,7 +6,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -86,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from experiments.runner import run_sweep
+    from experiments.run.runner import run_sweep
 
     if args.resume is not None and args.grid is not None:
         print("note: --resume uses the grid saved in the run folder; --grid is ignored",
@@ -98,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
                "report": not args.no_report, "retry_errors": args.retry_errors,
                "cache": args.cache}
     if args.workers_join is not None:
-        from experiments.shared import join_sweep
+        from experiments.run.shared import join_sweep
 
         run_dir = join_sweep(args.workers_join, args.grid, **options)
     else:
@@ -107,79 +105,25 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _shared(run: Path) -> Any:
-    """The database pool when `run` names a shared run rather than a run folder here (a folder
-    holding results.csv always wins), else None."""
-    from experiments.results import RESULTS_FILE
-    from treadwise.settings import Settings
-
-    if (run / RESULTS_FILE).exists() or not Settings.from_env().database_url:
-        return None
-    from experiments.shared import connect, database_errors, database_url, run_meta
-
-    with database_errors():
-        pool = connect(database_url())
-        return pool if run_meta(pool, run.name) is not None else None
-
-
-def _folder(run: Path, out: Path) -> Path:
-    """Where a shared run named alone goes (under `out`); a path is used as it is."""
-    return run if run.parent != Path() else out / run
-
-
 def _report(args: argparse.Namespace) -> int:
-    from experiments.report import write_report
+    from experiments.analyse.report import write_report
+    from experiments.store import open_run
 
-    if (pool := _shared(args.run_dir)) is not None:
-        from experiments.shared import database_errors, report_run
-
-        with database_errors():
-            print(report_run(pool, args.run_dir.name, _folder(args.run_dir, args.out),
-                             charts=not args.no_charts))
-        return EXIT_OK
-    print(write_report(args.run_dir, charts=not args.no_charts))
+    print(write_report(open_run(args.run_dir, args.out), charts=not args.no_charts))
     return EXIT_OK
 
 
 def _export(args: argparse.Namespace) -> int:
-    from experiments.shared import check_name, connect, database_errors, database_url, export_run
+    from experiments.store import database_run
 
-    with database_errors():
-        print(export_run(connect(database_url()), check_name(args.run), args.out))
+    print(database_run(args.run, args.out).export())
     return EXIT_OK
 
 
-def _exported(run: Path) -> Path:
-    """A run folder to read: the folder itself, or a shared run exported first."""
-    if (pool := _shared(run)) is None:
-        return run
-    from experiments.shared import database_errors, export_run
-
-    with database_errors():
-        return export_run(pool, run.name, _folder(run, Path("results")).parent)
-
-
-def _shared_runs() -> list[Any]:
-    from treadwise.settings import Settings
-
-    if not Settings.from_env().database_url:
-        return []
-    from experiments.shared import connect, database_errors, database_url, list_shared
-
-    try:
-        with database_errors():
-            return list_shared(connect(database_url()))
-    except ValueError as exc:  # the folders are still worth listing
-        print(f"note: shared runs not listed: {exc}", file=sys.stderr)
-        return []
-
-
 def _list(args: argparse.Namespace) -> int:
-    from experiments.runs import list_runs
+    from experiments.store import list_runs
 
-    runs = sorted([*list_runs(args.out), *_shared_runs()],
-                  key=lambda r: (r.created, r.id), reverse=True)
-    for run in runs:
+    for run in list_runs(args.out):
         report = "database" if run.shared else "report" if run.has_report else "no report"
         print(f"{run.id:<40} {run.created:%Y-%m-%d %H:%M} {run.rows:>6} rows  {report:<9} "
               f"{run.status}")
@@ -189,24 +133,19 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     import json
 
-    from experiments.transcripts import find_transcript, render
+    from experiments.analyse.transcript_text import render
+    from experiments.store import open_run
 
-    if (pool := _shared(args.run_dir)) is not None:
-        from experiments.shared import database_errors
-        from experiments.shared import find_transcript as find_shared
-
-        with database_errors():
-            transcript = find_shared(pool, args.run_dir.name, args.case)
-    else:
-        transcript = find_transcript(args.run_dir, args.case)
+    transcript = open_run(args.run_dir).transcript(args.case)
     print(json.dumps(transcript, ensure_ascii=False) if args.json else render(transcript))
     return EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from experiments.compare import compare_runs
+    from experiments.analyse.compare import compare_runs
+    from experiments.store import open_run
 
-    result = compare_runs(_exported(args.run_a), _exported(args.run_b), args.out)
+    result = compare_runs(open_run(args.run_a), open_run(args.run_b), args.out)
     print(result.report.read_text(encoding="utf-8").split("\n\n|", 1)[0].strip())
     print(result.report)
     return EXIT_OK

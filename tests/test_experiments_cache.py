@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from experiments.cache import cache_path, request_key
-from experiments.results import RESULTS_FILE, read_rows
+from experiments.run.response_cache import cache_path, request_key
+from experiments.store.results_file import RESULTS_FILE, read_rows
 from tests.test_experiments_runner import HOURS, cli, openai_env, sweep, write_grid
 from treadwise.testing.loopback import OpenAIServer, tool_then_answer
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.checks import CHECKS, CheckError, Outcome, evaluate, numbers_in, validate
+from experiments.define.checks import CHECKS, CheckError, Outcome, evaluate, numbers_in, validate
 from treadwise.agent import ToolStep, TurnResult
 from treadwise.errors import FriendlyError
 from treadwise.storage.sqlite import Store

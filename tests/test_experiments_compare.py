@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.compare import compare_runs
-from experiments.results import RESULTS_FILE, ResultsWriter
-from experiments.runs import write_meta
+from experiments.analyse.compare import compare_runs
+from experiments.store.folder import write_meta
+from experiments.store.results_file import RESULTS_FILE, ResultsWriter
 from tests.test_experiments_report import row
 
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from experiments.grading import parse_verdict, style
-from experiments.report import write_report
-from experiments.results import RESULTS_FILE, read_rows
-from experiments.scenarios import DEFAULT_SCENARIOS
+from experiments.analyse.report import write_report
+from experiments.define.scenarios import DEFAULT_SCENARIOS
+from experiments.run.grading import parse_verdict, style
+from experiments.store.results_file import RESULTS_FILE, read_rows
 from tests.test_experiments_runner import HOURS, openai_env, sweep, write_grid
 from treadwise.personas import get_persona
 from treadwise.testing.loopback import OpenAIServer, Reply

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from experiments.grid import DEFAULT_GRID, GRIDS_DIR, GridError, load_grid
-from experiments.scenarios import DEFAULT_SCENARIOS, ScenarioError, load_scenarios
+from experiments.define.grid import DEFAULT_GRID, GRIDS_DIR, GridError, load_grid
+from experiments.define.scenarios import DEFAULT_SCENARIOS, ScenarioError, load_scenarios
 
 CATEGORIES = {"information query", "tire recommendation", "service inquiry", "lead collection",
               "unknown question"}
@@ -150,6 +152,44 @@ def test_unknown_category_names_the_grid_and_the_known_ones(tmp_path):
 def test_a_missing_grid_file_is_one_clear_line(tmp_path):
     with pytest.raises(GridError, match="cannot read the grid file"):
         load_grid(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize(("text", "where", "what"), [
+    ("personas: [friendly\nmodels: [offline]\n", "line 2, column 7", "expected ',' or ']'"),
+    (BASE + "  repeats: 2\n", "line 4, column 3", "expected <block end>"),
+    ("personas: [friendly]\nmodels: 'offline\n", "line 3, column 1",
+     "unexpected end of stream"),
+])
+def test_a_grid_that_is_not_yaml_is_one_line_naming_the_file_and_the_line(tmp_path, repo, text,
+                                                                          where, what):
+    path = write_grid(tmp_path, text)
+    with pytest.raises(GridError) as error:
+        load_grid(path)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"{path}: not valid YAML at {where}: ")
+    assert what in message
+    done = subprocess.run([sys.executable, "-m", "experiments", "run", "--grid", str(path),
+                           "--out", str(tmp_path / "out")], cwd=repo, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 2 and done.stderr == f"error: {message}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_grid_that_is_not_utf8_is_one_line_naming_the_file(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(BASE.encode() + "description: caf\u00e9 au lait\n".encode("latin-1"))
+    with pytest.raises(GridError) as error:
+        load_grid(path)
+    assert str(error.value) == (f"{path}: the grid file is not UTF-8 text (byte 0xe9 on line 4);"
+                                " save it as UTF-8")
+    scenarios = tmp_path / "scenarios.yaml"
+    scenarios.write_bytes(b"scenarios:\n  - {id: a, category: caf\xe9, turns: [hi]}\n")
+    grid = load_grid(write_grid(tmp_path, BASE + "scenarios: scenarios.yaml\n"))
+    with pytest.raises(GridError) as error:
+        grid.scenarios()
+    assert "\n" not in str(error.value)
+    assert f"{scenarios}: the scenario file is not UTF-8 text (byte 0xe9 on line 2)" in str(
+        error.value)
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -12,11 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.analysis import load_results, pairwise, summarise
-from experiments.report import ReportError, write_report
-from experiments.results import COLUMNS, RESULTS_FILE, ResultsWriter, read_rows, repair
-from experiments.runs import list_runs, write_meta
-from experiments.stats import (
+from experiments.analyse.report import ReportError, write_report
+from experiments.analyse.stats import (
     cluster_bootstrap,
     holm,
     mcnemar_exact,
@@ -24,6 +21,10 @@ from experiments.stats import (
     percentile,
     wilson,
 )
+from experiments.analyse.tables import load_results, pairwise, summarise
+from experiments.store import list_runs
+from experiments.store.folder import write_meta
+from experiments.store.results_file import COLUMNS, RESULTS_FILE, ResultsWriter, read_rows, repair
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -210,9 +211,9 @@ def test_charts_are_colour_blind_safe_and_show_temperature(tmp_path):
     import seaborn as sns
     from matplotlib.colors import to_hex
 
-    from experiments.charts import HEATMAP, OKABE_ITO
-    from experiments.charts.costs import cost_vs_success
-    from experiments.charts.outcomes import success_heatmap, temperature_curves
+    from experiments.analyse.charts import HEATMAP, OKABE_ITO
+    from experiments.analyse.charts.costs import cost_vs_success
+    from experiments.analyse.charts.outcomes import success_heatmap, temperature_curves
 
     with ResultsWriter(tmp_path / RESULTS_FILE) as writer:
         for spec in ("offline", "openai:gpt-test"):

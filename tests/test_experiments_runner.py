@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.grid import load_grid
-from experiments.report import write_report
-from experiments.results import RESULTS_FILE, read_rows
-from experiments.runner import Progress, SweepError, run_sweep
-from experiments.runs import read_meta
-from experiments.scenarios import DEFAULT_SCENARIOS, load_scenarios
+from experiments.analyse.report import write_report
+from experiments.define.grid import load_grid
+from experiments.define.scenarios import DEFAULT_SCENARIOS, load_scenarios
+from experiments.run.runner import Progress, SweepError, run_sweep
+from experiments.store.folder import read_meta
+from experiments.store.results_file import RESULTS_FILE, read_rows
 from treadwise.testing.loopback import OpenAIServer, Reply, scripted, tool_then_answer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -148,7 +148,7 @@ def test_resume_skips_finished_cases_and_ignores_a_half_written_row(tmp_path):
 
 
 def test_a_run_that_is_still_running_cannot_be_resumed_twice(tmp_path):
-    from experiments.runs import locked
+    from experiments.store.folder import locked
 
     grid = write_grid(tmp_path, [HOURS], repeats=2)
     run_dir, _ = sweep(grid, tmp_path / "out", limit=1)
@@ -332,7 +332,7 @@ def test_variations_reach_the_provider(tmp_path, monkeypatch):
 
 
 def test_rate_limits_apply_only_to_the_provider_they_name(tmp_path, monkeypatch):
-    from experiments.cases import ModelPool, sweep_settings
+    from experiments.run.cases import ModelPool, sweep_settings
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.setenv("TREADWISE_RATE_LIMIT_RPS", "3")
@@ -456,7 +456,7 @@ def test_streaming_grids_time_the_first_token(tmp_path, monkeypatch):
 
 
 def test_strategies_are_a_factor_and_react_keeps_todays_case_keys(tmp_path, monkeypatch):
-    from experiments import runner
+    from experiments.run import runner
     from treadwise.agent import Agent
 
     plain = load_grid(write_grid(tmp_path, [HOURS]))
@@ -489,7 +489,7 @@ def test_worker_processes_share_the_cases_and_a_dead_one_costs_only_its_cases(tm
 
     from langchain_core.messages import AIMessage
 
-    from experiments import workers
+    from experiments.run import lanes
     from treadwise.models import registry
     from treadwise.testing.fakes import ScriptedModel
 
@@ -506,7 +506,7 @@ def test_worker_processes_share_the_cases_and_a_dead_one_costs_only_its_cases(tm
 
     monkeypatch.setitem(registry.PROVIDERS, "pid", lambda *args: ScriptedModel(script=[reply]))
     # fork, so the other process has this test's provider too.
-    monkeypatch.setattr(workers, "_context", lambda: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(lanes, "_context", lambda: multiprocessing.get_context("fork"))
     scenarios = [{"id": "say", "category": "c", "turns": ["hello"], "checks": []},
                  {"id": "again", "category": "c", "turns": ["hello again"], "checks": []}]
     grid = write_grid(tmp_path, scenarios, models=["pid:m"], repeats=30, concurrency=4,
@@ -522,3 +522,21 @@ def test_worker_processes_share_the_cases_and_a_dead_one_costs_only_its_cases(tm
         "error_message"] for r in lost)
     assert all(r["status"] == "ok" for r in rows if r not in lost)
     assert read_meta(run_dir)["status"] == "finished" and read_meta(run_dir)["workers"] == 2
+
+
+def test_a_case_whose_row_cannot_be_typed_is_an_error_row_not_a_hung_sweep(tmp_path,
+                                                                         monkeypatch):
+    from experiments.run import case_record
+
+    usage = case_record._usage
+
+    def half_a_token(ctx, case, turns, cache):
+        found = usage(ctx, case, turns, cache)
+        return {**found, "input_tokens": 2.5} if case.repeat == 1 and turns else found
+
+    monkeypatch.setattr(case_record, "_usage", half_a_token)
+    run_dir, _ = sweep(write_grid(tmp_path, [HOURS], repeats=2), tmp_path / "out")
+    first, second = sorted(read_rows(run_dir / RESULTS_FILE), key=lambda r: r["repeat"])
+    assert (first["status"], first["error_type"]) == ("error", "harness")
+    assert "record could not be built: ValidationError" in first["error_message"]
+    assert second["status"] == "ok" and read_meta(run_dir)["status"] == "finished"

@@ -14,13 +14,16 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from experiments.claims import SharedRun
-from experiments.grid import load_grid
-from experiments.report import write_report
-from experiments.results import RESULTS_FILE, read_rows
-from experiments.shared import SharedRunError, connect, create, join_sweep
-from experiments.sink import CaseRecord
+from experiments.analyse.report import write_report
+from experiments.define.grid import load_grid
+from experiments.run.claims import SharedRun
+from experiments.run.shared import definition, join_sweep
+from experiments.store.connection import SharedRunError, connect
+from experiments.store.database import create
+from experiments.store.record import CaseRecord
+from experiments.store.results_file import RESULTS_FILE, read_rows
 from tests.test_experiments_runner import HOURS, cli, write_grid
+from tests.test_experiments_store import case_row
 from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
 
 REPORT_TABLES = ("summary.csv", "effects.csv", "pairwise.csv", "style.csv")
@@ -146,9 +149,13 @@ def test_three_workers_share_300_cases_and_one_killed_mid_case_costs_nothing(
     assert db_lines[3:] == csv_lines[3:] and len(db_lines) > 20
 
 
+def make(pool, run_id: str, grid) -> bool:
+    """Store a new run of `grid` in the database (False: it exists already)."""
+    return create(pool, run_id, grid, definition(grid), {"grid_name": grid.name})
+
+
 def _record(key: str, worker: str) -> CaseRecord:
-    return CaseRecord({"case_key": key, "status": "ok", "model_calls": 2, "cost_usd": 0.0,
-                       "answer": f"by {worker}"}, {"case_key": key, "by": worker})
+    return CaseRecord(case_row(key, answer=f"by {worker}"), {"case_key": key, "by": worker})
 
 
 def test_an_expired_claim_is_claimed_again_and_a_late_result_is_dropped(tmp_path,
@@ -156,7 +163,7 @@ def test_an_expired_claim_is_claimed_again_and_a_late_result_is_dropped(tmp_path
     grid = load_grid(write_grid(tmp_path, [HOURS], repeats=3))
     cases = grid.cases()
     pool = connect(database_url)
-    assert create(pool, "expiry", grid) and not create(pool, "expiry", grid)
+    assert make(pool, "expiry", grid) and not make(pool, "expiry", grid)
     lost = []
     # A claims the first case and then stops beating (never opened: as if killed).
     gone = SharedRun(pool, "expiry", claim_s=0.5).bind(cases, lambda k, why: lost.append(k))
@@ -166,13 +173,13 @@ def test_an_expired_claim_is_claimed_again_and_a_late_result_is_dropped(tmp_path
         assert [alive.claim().key, alive.claim().key] == [c.key for c in cases[1:]]
         assert alive.claim() is None  # its own cases are in flight: the driver waits for them
         for case in cases[1:]:
-            alive.write(_record(case.key, "alive"))
+            alive.append(_record(case.key, "alive"))
         started = time.monotonic()
         assert alive.claim().key == cases[0].key  # after waiting for the claim to expire
         assert time.monotonic() - started >= 0.3
-        alive.write(_record(cases[0].key, "alive"))
+        alive.append(_record(cases[0].key, "alive"))
         assert alive.claim() is None
-    gone.write(_record(cases[0].key, "gone"))
+    gone.append(_record(cases[0].key, "gone"))
     assert gone.dropped == 1 and not lost
     rows = query(database_url, "SELECT case_key, row_json FROM sweep_results ORDER BY seq")
     assert [r["case_key"] for r in rows] == [c.key for c in (cases[1], cases[2], cases[0])]
@@ -186,12 +193,12 @@ def test_a_claim_takes_exactly_one_case_of_a_run_newer_than_the_statistics(tmp_p
     # With statistics that predate the run (it looks empty to the planner), a claim written as
     # a join was planned as a nested loop that claimed one case per row it scanned.
     pool = connect(database_url)
-    create(pool, "older", load_grid(write_grid(tmp_path, [HOURS])))
+    make(pool, "older", load_grid(write_grid(tmp_path, [HOURS])))
     query(database_url, "ANALYZE sweep_cases")
     grid = load_grid(write_grid(tmp_path, [HOURS], personas=["friendly", "technical"],
                                 repeats=1000))
     cases = grid.cases()
-    create(pool, "fresh", grid)
+    make(pool, "fresh", grid)
     run = SharedRun(pool, "fresh", claim_s=60).bind(cases, lambda key, why: None)
     taken = [run.claim().key for _ in range(3)]
     assert taken == [c.key for c in cases[:3]]
@@ -204,15 +211,14 @@ def test_a_case_whose_workers_keep_dying_becomes_an_error_row(tmp_path, database
     grid = load_grid(write_grid(tmp_path, [HOURS]))
     (case,) = grid.cases()
     pool = connect(database_url)
-    create(pool, "poison", grid)
+    make(pool, "poison", grid)
     query(database_url, "UPDATE sweep_cases SET state = 'claimed', claims = 3, "
           "claimed_until = now() - interval '1 s', claimed_by = 'x'")
     reasons = []
 
     def lost(key: str, why: str) -> CaseRecord:
         reasons.append(why)
-        return CaseRecord({"case_key": key, "status": "error", "model_calls": 0}, {
-            "case_key": key})
+        return CaseRecord(case_row(key, status="error", model_calls=0), {"case_key": key})
 
     with SharedRun(pool, "poison", claim_s=1) as run:
         assert run.bind([case], lost).claim() is None

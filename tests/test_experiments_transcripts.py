@@ -7,14 +7,14 @@ import json
 import pytest
 import yaml
 
-from experiments.results import RESULTS_FILE, read_rows
-from experiments.scenarios import DEFAULT_SCENARIOS
-from experiments.transcripts import (
+from experiments.analyse.transcript_text import render
+from experiments.define.scenarios import DEFAULT_SCENARIOS
+from experiments.store.results_file import RESULTS_FILE, read_rows
+from experiments.store.transcripts_file import (
     TRANSCRIPTS_FILE,
     TranscriptError,
     find_transcript,
     read_transcripts,
-    render,
 )
 from tests.test_experiments_runner import cli, sweep, write_grid
 
@@ -84,7 +84,7 @@ def test_a_unique_part_of_a_key_finds_its_case_and_unknown_ones_say_so(run):
 
 
 def test_a_half_written_line_is_skipped_and_cut_before_appending(tmp_path):
-    from experiments.transcripts import TranscriptWriter
+    from experiments.store.transcripts_file import TranscriptWriter
 
     path = tmp_path / TRANSCRIPTS_FILE
     path.write_text('{"case_key":"a","turns":[]}\n{"case_key":"b","tu')

@@ -103,8 +103,8 @@ def test_the_same_lead_sent_to_both_replicas_at_once_is_stored_once(replicas, da
     replies = [chat_text(job.result(WAIT_S)[0]) for job in jobs]
     assert all("bob@fleetco.com" in reply for reply in replies)
     assert len(leads(database_url, "bob@fleetco.com")) == 1
-    assert sorted("Already on file" in reply for reply in replies) == [False, True]
-    assert any("Saved: we'll contact bob@fleetco.com" in reply for reply in replies)
+    # Neither visitor learns whether the other one's request came first (no oracle).
+    assert not any("already on file" in reply.lower() for reply in replies)
 
 
 @pytest.fixture

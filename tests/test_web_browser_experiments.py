@@ -33,7 +33,7 @@ CLIPPED = """() => { const wrap = document.querySelector('#run-charts .grid-wrap
 
 
 def small_run(results: Path, name: str, temperature: float) -> Path:
-    from experiments.runner import run_sweep
+    from experiments.run.runner import run_sweep
 
     folder = results.parent / f"grid-{name}"
     folder.mkdir()

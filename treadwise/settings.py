@@ -27,6 +27,13 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
 
 
+def _days(env: Mapping[str, str], name: str) -> float:
+    days = _float(env, name, 0.0)
+    if days < 0:
+        raise ValueError(f"{name} must be 0 (keep everything) or a number of days")
+    return days
+
+
 def _flag(env: Mapping[str, str], name: str) -> bool | None:
     raw = env.get(name, "").strip().lower()
     if not raw:
@@ -93,6 +100,9 @@ class Settings:
     # A shared sweep's claim on a case lasts this long past its worker's last heartbeat; a
     # worker that dies leaves its cases to the others after at most this long.
     sweep_claim_s: float = 60.0
+    # Leads, questions and conversations older than this many days are deleted (when the app
+    # or CLI starts, and by `python -m treadwise leads purge`); 0 keeps them.
+    retention_days: float = 0.0
     # Tool routing and the compact prompt (agent/routing.py): on, compact or off.
     routing: str = "on"
 
@@ -128,6 +138,7 @@ class Settings:
             or CONSISTENCY_APPROACHES,
             consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
             sweep_claim_s=_float(env, "TREADWISE_SWEEP_CLAIM_S", 60.0),
+            retention_days=_days(env, "TREADWISE_RETENTION_DAYS"),
             routing=env.get("TREADWISE_ROUTING", "").strip().lower() or "on",
         )
 

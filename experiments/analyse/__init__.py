@@ -1,1 +1,1 @@
-"""Analysis of a run: inference, tables and the report."""
+"""Reading runs: statistics, the report and its charts, comparisons between runs."""

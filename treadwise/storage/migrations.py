@@ -53,8 +53,9 @@ def m002_plots(conn: Any) -> None:
 
 @migration
 def m003_shared_sweeps(conn: Any) -> None:
-    # A sweep split across machines (experiments/shared.py, experiments/claims.py): the run and
-    # its files, every case with its claim, one result per case, and the workers that joined.
+    # A sweep split across machines (experiments/run/shared.py and claims.py, and
+    # experiments/store/database.py): the run and its files, every case with its claim, one
+    # result per case, and the workers that joined.
     conn.execute("""
         CREATE TABLE sweep_runs (
             run_id TEXT PRIMARY KEY,
@@ -111,6 +112,23 @@ def m003_shared_sweeps(conn: Any) -> None:
             status TEXT NOT NULL DEFAULT 'running',
             PRIMARY KEY (run_id, worker)
         )""")
+
+
+@migration
+def m004_consent(conn: Any) -> None:
+    # Which conversations (hashed thread ids) gave each lead and question, so a visitor who
+    # withdraws consent has theirs deleted; created_at indexed for the retention purge.
+    conn.execute("""
+        CREATE TABLE lead_requests (
+            lead_id BIGINT NOT NULL REFERENCES leads ON DELETE CASCADE,
+            thread_key TEXT NOT NULL,
+            PRIMARY KEY (lead_id, thread_key)
+        )""")
+    conn.execute("CREATE INDEX lead_requests_thread ON lead_requests (thread_key)")
+    conn.execute("ALTER TABLE feedback ADD COLUMN thread_key TEXT")
+    conn.execute("CREATE INDEX feedback_thread ON feedback (thread_key)")
+    conn.execute("CREATE INDEX leads_created ON leads (created_at)")
+    conn.execute("CREATE INDEX feedback_created ON feedback (created_at)")
 
 
 @contextmanager

@@ -33,9 +33,10 @@ log = logging.getLogger(__name__)
 
 
 def _runs(results_dir: Path) -> list[Any]:
-    from experiments.runs import list_runs
+    from experiments.store import list_runs
 
-    return list_runs(results_dir)
+    # Run folders only: the tab reads a run's report and charts from its folder.
+    return list_runs(results_dir, database=False)
 
 
 def run_choices(results_dir: Path) -> list[tuple[str, str]]:
@@ -73,7 +74,7 @@ def read_table(path: Path) -> dict[str, Any]:
 
 def _chart_titles() -> dict[str, str]:
     try:
-        from experiments.charts import registered
+        from experiments.analyse.charts import registered
     except ImportError:
         return {}
     return {chart.name: chart.title for chart in registered()}
@@ -98,13 +99,13 @@ def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any
 
 
 def _transcript(path: Path | None, case_key: str | None) -> str:
-    from experiments.transcripts import TranscriptError, find_transcript
+    from experiments.store import open_run
 
     if path is None or not case_key:
         return transcript_html(None)
     try:
-        return transcript_html(find_transcript(path, case_key))
-    except TranscriptError as exc:
+        return transcript_html(open_run(path).transcript(case_key))
+    except ValueError as exc:  # no such case, or (a shared run's) database unreadable
         return transcript_html(None, str(exc))
 
 
@@ -228,8 +229,8 @@ class ExperimentsTab:
         return _transcript(run_dir(self.results_dir, run_id), case_key)
 
     def compare(self, run_b: str | None, run_a: str | None) -> tuple[str, Any]:
-        from experiments.analysis import ReportError
-        from experiments.compare import CHART, compare_runs
+        from experiments.analyse.compare import CHART, compare_runs
+        from experiments.analyse.tables import ReportError
 
         path_a, path_b = run_dir(self.results_dir, run_a), run_dir(self.results_dir, run_b)
         if path_a is None or path_b is None or path_a == path_b:
@@ -258,7 +259,7 @@ class ExperimentsTab:
     def _run_sweep(self, limit: int | None, progress: gr.Progress) -> tuple[str | None, str]:
         """Run the sweep in a thread; report its progress from this one (Gradio's context)."""
         try:
-            from experiments.runner import run_sweep
+            from experiments.run.runner import run_sweep
         except ImportError as exc:
             return None, f"The experiments package is not available here ({exc})."
         updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -289,7 +290,7 @@ class ExperimentsTab:
     @staticmethod
     def _report(run: Path) -> str:
         try:
-            from experiments.report import write_report
+            from experiments.analyse.report import write_report
         except ImportError:
             return "(The report module is not available, so there is no summary or chart yet.)"
         write_report(run)

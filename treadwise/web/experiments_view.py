@@ -28,15 +28,18 @@ def _label(row: dict[str, str]) -> str:
 
 def case_index(run_dir: Path) -> dict[str, dict[str, Any]]:
     """config hash -> {"label", "cases": {case key: (scenario, repeat, status)}} of a run."""
-    from experiments.results import RESULTS_FILE, read_rows, status_of
+    from experiments.store import open_run
 
+    try:
+        rows = open_run(run_dir).rows()
+    except ValueError:  # no finished case yet
+        return {}
     index: dict[str, dict[str, Any]] = {}
-    for row in read_rows(run_dir / RESULTS_FILE):
+    for row in rows.to_dict("records"):
         if not row.get("config_hash") or not row.get("case_key"):
             continue  # not a row this harness wrote
         entry = index.setdefault(row["config_hash"], {"label": _label(row), "cases": {}})
-        entry["cases"][row["case_key"]] = (row.get("scenario", "?"), row.get("repeat", "?"),
-                                           status_of(row))
+        entry["cases"][row["case_key"]] = (row["scenario"], row["repeat"], row["status"])
     return index
 
 

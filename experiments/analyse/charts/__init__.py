@@ -1,0 +1,117 @@
+"""Charts of a run (PNG, ~110 dpi), each with a one-line caption saying what to read from it.
+
+Colours come from the Okabe-Ito palette and heatmaps from cividis, so every chart reads the
+same to colour-blind readers; a chart with nothing to show still renders, with a note.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DPI = 110
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+             "#000000")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+HEATMAP = "cividis"
+MODULES = ("experiments.analyse.charts.outcomes", "experiments.analyse.charts.costs",
+           "experiments.analyse.charts.style")
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str
+    title: str
+    caption: str
+    draw: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ChartFile:
+    title: str
+    name: str
+    caption: str
+    error: str | None = None
+
+
+CHARTS: list[Chart] = []
+
+
+def chart(name: str, title: str, caption: str) -> Callable[[Callable[..., Any]], Any]:
+    """Register a chart: draw(df, summary, plt, sns) returns a matplotlib figure."""
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        CHARTS.append(Chart(name, title, caption, fn))
+        return fn
+
+    return register
+
+
+def note(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=10, color="#444",
+            transform=ax.transAxes, bbox={"boxstyle": "round", "fc": "#f4f4f4", "ec": "#bbb"})
+
+
+def empty(plt: Any, text: str) -> Any:
+    fig, ax = plt.subplots(figsize=(7, 2.6))
+    note(ax, text)
+    ax.set_axis_off()
+    return fig
+
+
+def colours(levels: list[Any]) -> dict[Any, str]:
+    """A colour per level; beyond eight levels the palette repeats (markers still differ)."""
+    return {level: OKABE_ITO[i % len(OKABE_ITO)] for i, level in enumerate(levels)}
+
+
+def markers(levels: list[Any]) -> dict[Any, str]:
+    return {level: MARKERS[i % len(MARKERS)] for i, level in enumerate(levels)}
+
+
+def levels(df: Any, column: str) -> list[Any]:
+    return sorted(df[column].dropna().unique())
+
+
+def t_label(value: float) -> str:
+    return f"T={value:g}"
+
+
+def registered() -> list[Chart]:
+    """Every chart, its modules imported (they register on import)."""
+    for module in MODULES:
+        importlib.import_module(module)
+    return list(CHARTS)
+
+
+def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
+    """Draw every registered chart into charts_dir; a chart that fails says why in its PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9, palette=OKABE_ITO)
+    charts_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for item in registered():
+        error = None
+        try:
+            with warnings.catch_warnings():
+                # seaborn 0.13 still passes boxplot arguments matplotlib 3.11 deprecates.
+                warnings.simplefilter("ignore", matplotlib.MatplotlibDeprecationWarning)
+                fig = item.draw(df, summary, plt, sns)
+        except Exception as exc:  # noqa: BLE001 - one bad chart must not lose the others
+            error = f"{type(exc).__name__}: {exc}"
+            fig = empty(plt, f"This chart could not be drawn: {error}")
+        fig.suptitle(item.title, fontsize=12, fontweight="bold")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # a crowded chart keeps its layout
+            fig.tight_layout()
+        fig.savefig(charts_dir / item.name, dpi=DPI)
+        plt.close(fig)
+        written.append(ChartFile(item.title, item.name, item.caption, error))
+    return written

@@ -1,0 +1,284 @@
+"""Grid files: the factors of a sweep, validated, and their expansion into cells and cases."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from experiments.define.scenarios import DEFAULT_SCENARIOS, Scenario, ScenarioError, load_scenarios
+from experiments.define.schema import DEFAULT_STRATEGY, GridFile, validate_file
+from treadwise.datafiles import read_yaml_mapping
+
+GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
+DEFAULT_GRID = GRIDS_DIR / "default.yaml"
+FACTORS = ("persona", "model", "temperature", "variation", "strategy")
+EXCLUDE_FIELDS = {*FACTORS, "scenario", "category"}
+BASELINE = "baseline"
+
+
+class GridError(ValueError):
+    """A grid file cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Variation:
+    """A named set of overrides applied on top of a configuration."""
+
+    name: str = BASELINE
+    system_suffix: str = ""
+    max_tokens: int | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        found = {"system_suffix": self.system_suffix, "max_tokens": self.max_tokens}
+        return {k: v for k, v in found.items() if v}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One configuration: persona x model x temperature x variation x strategy."""
+
+    persona: str
+    model: str
+    temperature: float
+    variation: Variation = field(default_factory=Variation)
+    strategy: str = DEFAULT_STRATEGY
+
+    @cached_property
+    def config_hash(self) -> str:
+        config: dict[str, Any] = {
+            "persona": self.persona, "model": self.model,
+            "temperature": round(self.temperature, 3),
+            "variation": {"name": self.variation.name, **self.variation.overrides()}}
+        # The default strategy stays out of the hash, so runs made before strategies existed
+        # pair with (and resume as) today's react cases.
+        if self.strategy != DEFAULT_STRATEGY:
+            config["strategy"] = self.strategy
+        text = json.dumps(config, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+    @cached_property  # read for every case's row: parsing a spec reads the environment
+    def provider(self) -> str:
+        from treadwise.models import parse_spec
+
+        return parse_spec(self.model)[0]
+
+    @cached_property
+    def model_name(self) -> str:
+        from treadwise.models import parse_spec
+
+        return parse_spec(self.model)[1]
+
+    def factors(self) -> dict[str, Any]:
+        return {"persona": self.persona, "model": self.model, "temperature": self.temperature,
+                "variation": self.variation.name, "strategy": self.strategy}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One run of a scenario under a cell; its key is stable across runs and resumes."""
+
+    cell: Cell
+    scenario: Scenario
+    repeat: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.cell.config_hash}-{self.scenario.id}-r{self.repeat}"
+
+    @property
+    def seed(self) -> int:
+        return int(hashlib.sha256(self.key.encode()).hexdigest()[:8], 16)
+
+    @property
+    def thread_id(self) -> str:
+        return f"exp-{self.key}"
+
+
+@dataclass(frozen=True)
+class Grid:
+    path: Path
+    name: str
+    personas: tuple[str, ...]
+    models: tuple[str, ...]
+    temperatures: tuple[float, ...]
+    variations: tuple[Variation, ...] = (Variation(),)
+    strategies: tuple[str, ...] = (DEFAULT_STRATEGY,)
+    exclude: tuple[dict[str, Any], ...] = ()
+    repeats: int = 1
+    concurrency: int = 4
+    # Processes sharing the `concurrency` cases in flight (one process is held to about one
+    # core by Python's GIL; a big sweep on a multi-core machine wants more).
+    workers: int = 1
+    timeout_s: float = 60.0
+    max_retries: int | None = None
+    max_retry_wait_s: float | None = None
+    max_calls: int | None = None
+    max_cost_usd: float | None = None
+    scenarios_file: Path = DEFAULT_SCENARIOS
+    categories: tuple[str, ...] = ()
+    scenario_ids: tuple[str, ...] = ()
+    rate_limits: dict[str, float] = field(default_factory=dict)
+    prices_file: Path | None = None
+    keep_cases: str = "failed"
+    judge: str | None = None
+    # Call models in streaming mode, so time to first token is the first streamed token (not
+    # the whole first reply); costs some CPU per chunk.
+    stream: bool = False
+    description: str = ""
+
+    def cells(self) -> list[Cell]:
+        """Every configuration the factors span, minus the excluded ones, in a stable order."""
+        cells = [Cell(p, m, t, v, s) for m, p, t, v, s in product(
+            self.models, self.personas, self.temperatures, self.variations, self.strategies)]
+        return [c for c in cells if not any(_matches(rule, c, None) for rule in self.exclude)]
+
+    def scenarios(self) -> list[Scenario]:
+        from experiments.define.scenarios import select
+
+        try:
+            every = load_scenarios(self.scenarios_file)
+        except ScenarioError as exc:
+            raise GridError(f"{self.path}: scenarios: {exc}") from None
+        categories = {s.category for s in every}
+        for wanted in self.categories:
+            if wanted not in categories:
+                raise GridError(f"{self.path}: scenarios.categories: unknown category {wanted!r};"
+                                f" {self.scenarios_file.name} has {', '.join(sorted(categories))}")
+        ids = {s.id for s in every}
+        for wanted in self.scenario_ids:
+            if wanted not in ids:
+                raise GridError(f"{self.path}: scenarios.ids: unknown scenario {wanted!r}")
+        chosen = select(every, self.categories, self.scenario_ids)
+        if not chosen:
+            raise GridError(f"{self.path}: scenarios: the filter selects no scenario")
+        return chosen
+
+    def cases(self, scenarios: list[Scenario] | None = None) -> list[Case]:
+        """Every case: cells x scenarios x repeats, in an order that mixes configurations."""
+        scenarios = self.scenarios() if scenarios is None else scenarios
+        cells = self.cells()
+        return [Case(cell, scenario, repeat)
+                for repeat in range(1, self.repeats + 1)
+                for scenario in scenarios
+                for cell in cells
+                if not any(_matches(rule, cell, scenario) for rule in self.exclude)]
+
+    def levels(self) -> dict[str, tuple[Any, ...]]:
+        return {"persona": self.personas, "model": self.models,
+                "temperature": self.temperatures, "strategy": self.strategies,
+                "variation": tuple(v.name for v in self.variations)}
+
+
+def _same(key: str, have: Any, wanted: Any) -> bool:
+    if key == "temperature":
+        try:
+            return math.isclose(float(have), float(wanted), abs_tol=1e-9)
+        except (TypeError, ValueError):
+            return False
+    return str(have) == str(wanted)
+
+
+def _matches(rule: Mapping[str, Any], cell: Cell, scenario: Scenario | None) -> bool:
+    """True when every factor the rule names has the rule's value (scenario keys need one)."""
+    values = {**cell.factors(), "scenario": scenario.id if scenario else None,
+              "category": scenario.category if scenario else None}
+    for key, wanted in rule.items():
+        if key in ("scenario", "category") and scenario is None:
+            return False
+        if not _same(key, values[key], wanted):
+            return False
+    return True
+
+
+class _Check:
+    """What pydantic cannot know: personas and specs that exist, exclusions on real levels."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, where: str, message: str) -> GridError:
+        return GridError(f"{self.path}: {where}: {message}")
+
+    def personas(self, personas: list[str]) -> None:
+        from treadwise.personas import load_personas
+
+        known = load_personas()
+        for persona in personas:
+            if persona not in known:
+                raise self.fail("personas", f"unknown persona {persona!r}; known: "
+                                f"{', '.join(known)}")
+
+    def models(self, specs: list[str], where: str = "models") -> None:
+        from treadwise.errors import ModelConfigError
+        from treadwise.models import parse_spec
+
+        for spec in specs:
+            try:
+                parse_spec(spec)
+            except ModelConfigError as exc:
+                raise self.fail(where, str(exc)) from None
+
+    def exclude(self, rules: list[dict[str, Any]], levels: dict[str, tuple[Any, ...]]) -> None:
+        for i, rule in enumerate(rules):
+            where = f"exclude[{i}]"
+            if not rule:
+                raise self.fail(where, "must name at least one factor, like {model: ..., "
+                                "temperature: ...}")
+            unknown = sorted(set(rule) - EXCLUDE_FIELDS)
+            if unknown:
+                raise self.fail(where, f"unknown factor(s) {', '.join(unknown)}; known: "
+                                f"{', '.join(sorted(EXCLUDE_FIELDS))}")
+            for key, have in levels.items():
+                if key in rule and not any(_same(key, level, rule[key]) for level in have):
+                    raise self.fail(f"{where}.{key}", f"{rule[key]!r} is not one of the grid's "
+                                    f"{key} levels")
+
+    def file(self, value: str | None) -> Path | None:
+        if value is None:
+            return None
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else (self.path.parent / path).resolve()
+
+
+def load_grid(path: Path, *, scenarios_file: Path | None = None,
+              prices_file: Path | None = None) -> Grid:
+    """Read and validate a grid file; GridError names the file and the field.
+
+    `scenarios_file` and `prices_file` replace the files the grid names (a resumed run uses the
+    copies saved in its folder).
+    """
+    path = Path(path).resolve()
+    data = validate_file(GridFile, read_yaml_mapping(path, GridError, "grid file"), path,
+                         GridError)
+    check = _Check(path)
+    check.personas(data.personas)
+    check.models(data.models)
+    if data.judge:
+        check.models([data.judge], "judge")
+    variations = tuple(Variation(name, (v.system_suffix if v else "").strip(),
+                                 v.max_tokens if v else None)
+                       for name, v in (data.variations or {BASELINE: None}).items())
+    grid = Grid(
+        path=path, name=data.name or path.stem, description=data.description.strip(),
+        personas=tuple(data.personas), models=tuple(m.strip() for m in data.models),
+        temperatures=tuple(data.temperatures), variations=variations,
+        strategies=tuple(data.strategies), exclude=tuple(dict(r) for r in data.exclude),
+        repeats=data.repeats, concurrency=data.concurrency, workers=data.workers,
+        timeout_s=data.timeout_s,
+        max_retries=data.max_retries, max_retry_wait_s=data.max_retry_wait_s,
+        max_calls=data.budget.max_calls, max_cost_usd=data.budget.max_cost_usd,
+        scenarios_file=scenarios_file or check.file(data.scenarios.file)
+        or DEFAULT_SCENARIOS,
+        categories=tuple(data.scenarios.categories), scenario_ids=tuple(data.scenarios.ids),
+        rate_limits=dict(data.rate_limits),
+        prices_file=prices_file or check.file(data.prices),
+        keep_cases=data.keep_cases, judge=data.judge, stream=data.stream)
+    check.exclude(list(grid.exclude), grid.levels())
+    return grid

@@ -1,0 +1,277 @@
+"""A run kept in PostgreSQL: made with its files and cases, one result per case, read typed."""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from collections.abc import Callable
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+from experiments.define.prices import DEFAULT_PRICES
+from experiments.store.connection import SharedRunError, database_errors
+from experiments.store.folder import write_meta
+from experiments.store.record import CaseRecord, CaseRow, rows_frame
+from experiments.store.results_file import RESULTS_FILE, ResultsWriter
+from experiments.store.run_store import (
+    GRID_COPY,
+    PRICES_COPY,
+    SCENARIOS_COPY,
+    NoResults,
+    RunInfo,
+    RunStore,
+)
+from experiments.store.transcripts_file import TRANSCRIPTS_FILE, encode, pick_transcript
+
+_STATUS = """
+    SELECT r.run_id, r.created_at, r.grid_name, r.meta, r.status, r.budget_stop,
+           (SELECT count(*) FROM sweep_cases c WHERE c.run_id = r.run_id) AS cases,
+           (SELECT count(*) FROM sweep_results s WHERE s.run_id = r.run_id) AS done,
+           (SELECT count(*) FROM sweep_workers w WHERE w.run_id = r.run_id
+              AND w.finished_at IS NULL
+              AND w.last_seen > now() - make_interval(secs => w.claim_s)) AS alive
+    FROM sweep_runs r"""
+# One result per case: a later result replaces only an error (as --retry-errors does), so a
+# late duplicate (a worker whose claim had expired) is dropped. model_calls are the paid ones.
+_KEEP = """
+    INSERT INTO sweep_results (run_id, case_key, status, model_calls, cost_usd, worker,
+                               row_json, transcript)
+    VALUES (%(run)s, %(key)s, %(status)s, %(calls)s, %(cost)s, %(worker)s, %(row)s, %(line)s)
+    ON CONFLICT (run_id, case_key) DO UPDATE
+    SET status = excluded.status, model_calls = excluded.model_calls,
+        cost_usd = excluded.cost_usd, worker = excluded.worker, finished_at = now(),
+        row_json = excluded.row_json, transcript = excluded.transcript
+    WHERE sweep_results.status = 'error'
+    RETURNING seq"""
+_DONE = """
+    UPDATE sweep_cases SET state = 'done', claimed_by = NULL, claimed_until = NULL
+    WHERE run_id = %(run)s AND case_key = %(key)s"""
+_FINISHED = """
+    UPDATE sweep_runs SET status = 'finished', finished_at = now()
+    WHERE run_id = %(run)s AND status = 'running' AND NOT EXISTS (
+        SELECT 1 FROM sweep_cases WHERE run_id = %(run)s AND state <> 'done')
+    RETURNING run_id"""
+_FILES = ((GRID_COPY, "grid_yaml"), (SCENARIOS_COPY, "scenarios_yaml"),
+          (PRICES_COPY, "prices_yaml"))
+
+
+def _one_line(method: Callable) -> Callable:
+    """The database's errors as one line (SharedRunError), never a traceback."""
+    @functools.wraps(method)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with database_errors():
+            return method(*args, **kwargs)
+
+    return wrapped
+
+
+def keep(conn: Any, run_id: str, writer: str, record: CaseRecord) -> bool:
+    """Keep a finished case's row and transcript, and mark the case done, in the caller's
+    transaction; False when a result for the case stands already (this one is dropped)."""
+    row = record.row
+    params = {"run": run_id, "key": row.case_key, "status": row.status,
+              "calls": row.paid_calls, "cost": row.cost_usd or 0.0, "worker": writer,
+              "row": row.model_dump_json(), "line": encode(record.transcript)}
+    kept = conn.execute(_KEEP, params).fetchone()
+    conn.execute(_DONE, params)
+    return kept is not None
+
+
+class DatabaseRun(RunStore):
+    """A run whose rows and transcripts are in PostgreSQL; `folder` is this machine's folder
+    of it (copies of its files, the data dirs of the cases run here, its report)."""
+
+    source = (f"the run's rows in PostgreSQL (`python -m experiments export` writes them as "
+              f"`{RESULTS_FILE}`)")
+
+    def __init__(self, pool: Any, run_id: str, folder: Path, *, writer: str = ""):
+        self.pool, self.name, self.folder = pool, run_id, Path(folder)
+        self.writer = writer or f"{socket.gethostname()}:{os.getpid()}"
+        self.completed = False  # whether this writer's finish() saw the last case done
+
+    def _all(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        with self.pool.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    @_one_line
+    def finished(self) -> dict[str, str]:
+        rows = self._all("SELECT case_key, status FROM sweep_results WHERE run_id = %s"
+                         " ORDER BY seq", self.name)
+        return {row["case_key"]: row["status"] for row in rows}
+
+    @_one_line
+    def meta(self) -> dict[str, Any]:
+        return run_meta(self.pool, self.name) or {}
+
+    def start(self, meta: dict[str, Any]) -> None:
+        """Nothing to write: the run's metadata was kept when it was created, and each
+        attempt's state is in its results and its workers' rows."""
+
+    @_one_line
+    def append(self, record: CaseRecord) -> bool:
+        with self.pool.connection() as conn, conn.transaction():
+            return keep(conn, self.name, self.writer, record)
+
+    @_one_line
+    def finish(self, *, status: str = "", budget_stop: dict[str, Any] | None = None,
+               **_: Any) -> None:
+        """A budget stop stops the whole run (its budget is the run's); the writer that sees
+        no case left open marks the run finished."""
+        with self.pool.connection() as conn, conn.transaction():
+            if budget_stop:
+                conn.execute("UPDATE sweep_runs SET status = 'stopped_by_budget', budget_stop ="
+                             " %(why)s WHERE run_id = %(run)s AND status = 'running'",
+                             {"run": self.name, "why": budget_stop["reason"]})
+            self.completed = conn.execute(_FINISHED, {"run": self.name}).fetchone() is not None
+
+    @_one_line
+    def rows(self) -> Any:
+        rows = self.result_rows()
+        if not rows:
+            raise NoResults(f"{self.name}: no finished cases yet")
+        return rows_frame(rows)
+
+    def result_rows(self) -> list[CaseRow]:
+        """Every result of the run in the order they were kept, typed from their JSON."""
+        found = self._all("SELECT row_json FROM sweep_results WHERE run_id = %s ORDER BY seq",
+                          self.name)
+        return [CaseRow.model_validate_json(row["row_json"]) for row in found]
+
+    @_one_line
+    def transcript(self, case: str) -> dict[str, Any]:
+        found = self._all("SELECT case_key, transcript FROM sweep_results WHERE run_id = %s"
+                          " AND strpos(case_key, %s) > 0", self.name, case)
+        return pick_transcript(((r["case_key"], r["transcript"]) for r in found), case,
+                               self.name)
+
+    @_one_line
+    def info(self) -> RunInfo:
+        found = self._all(_STATUS + " WHERE r.run_id = %s", self.name)
+        if not found:
+            raise SharedRunError(f"no shared run {self.name!r} in the database")
+        return _info(found[0])
+
+    @_one_line
+    def write_files(self) -> Path:
+        """This machine's folder of the run with the run's files in it (what a rebuilt grid
+        and `workers: N` processes read)."""
+        (run,) = self._all("SELECT grid_yaml, scenarios_yaml, prices_yaml FROM sweep_runs"
+                           " WHERE run_id = %s", self.name)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for name, column in _FILES:
+            _replace(self.folder / name, run[column])
+        return self.folder
+
+    @_one_line
+    def export(self) -> Path:
+        """Write the run into its folder as a run folder (its files, results.csv,
+        transcripts.jsonl, meta.json) that reads like any other."""
+        meta = run_meta(self.pool, self.name)
+        if meta is None:
+            raise SharedRunError(f"no shared run {self.name!r} in the database")
+        folder = self.write_files()
+        tmp = folder / f".{RESULTS_FILE}.{os.getpid()}.tmp"
+        tmp.unlink(missing_ok=True)
+        with ResultsWriter(tmp) as writer:
+            for row in self.result_rows():
+                writer.write(vars(row))
+        os.replace(tmp, folder / RESULTS_FILE)
+        lines = self._all("SELECT transcript FROM sweep_results WHERE run_id = %s ORDER BY seq",
+                          self.name)
+        _replace(folder / TRANSCRIPTS_FILE, "".join(r["transcript"] + "\n" for r in lines))
+        write_meta(folder, meta)
+        return folder
+
+
+def create(pool: Any, run_id: str, grid: Any, definition: dict[str, Any],
+           meta: dict[str, Any]) -> bool:
+    """Store a new run: its files, what its rows mean (`definition`), its metadata and every
+    case of its grid; False when the run exists already (two workers creating it at once:
+    one does, the other waits for it and finds it)."""
+    from psycopg.types.json import Jsonb
+
+    texts = {column: Path(path).read_text(encoding="utf-8") for column, path in (
+        ("grid_yaml", grid.path), ("scenarios_yaml", grid.scenarios_file),
+        ("prices_yaml", grid.prices_file or DEFAULT_PRICES))}
+    with pool.connection() as conn, conn.transaction():
+        made = conn.execute(
+            "INSERT INTO sweep_runs (run_id, grid_name, definition, grid_yaml, scenarios_yaml,"
+            " prices_yaml, meta) VALUES (%(run)s, %(name)s, %(definition)s, %(grid_yaml)s,"
+            " %(scenarios_yaml)s, %(prices_yaml)s, %(meta)s) ON CONFLICT (run_id) DO NOTHING"
+            " RETURNING run_id",
+            {"run": run_id, "name": grid.name, "definition": Jsonb(definition),
+             "meta": Jsonb(meta), **texts}).fetchone()
+        if made is None:
+            return False
+        cases = grid.cases()
+        conn.execute(
+            "INSERT INTO sweep_cases (run_id, case_key, position, model, strategy)"
+            " SELECT %(run)s, key, position, model, strategy FROM unnest(%(keys)s::text[],"
+            " %(models)s::text[], %(strategies)s::text[]) WITH ORDINALITY"
+            " AS t(key, model, strategy, position)",
+            {"run": run_id, "keys": [c.key for c in cases],
+             "models": [c.cell.model for c in cases],
+             "strategies": [c.cell.strategy for c in cases]})
+    return True
+
+
+def stored(pool: Any, run_id: str) -> dict[str, Any] | None:
+    """The run's stored definition, or None when there is no such run."""
+    with pool.connection() as conn:
+        return conn.execute("SELECT run_id, definition FROM sweep_runs WHERE run_id = %s",
+                            (run_id,)).fetchone()
+
+
+def _replace(path: Path, text: str) -> None:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # workers sharing this folder never read half a file
+
+
+def _status(row: dict[str, Any]) -> str:
+    if row["status"] in ("finished", "stopped_by_budget"):
+        return row["status"]
+    if row["alive"]:
+        return f"running ({row['alive']} worker{'s' if row['alive'] != 1 else ''})"
+    return "finished" if row["done"] == row["cases"] else "interrupted"
+
+
+def run_meta(pool: Any, run_id: str) -> dict[str, Any] | None:
+    """meta.json's fields for a run in the database (what the report and the list read)."""
+    with pool.connection() as conn:
+        row = conn.execute(_STATUS + " WHERE r.run_id = %s", (run_id,)).fetchone()
+        if row is None:
+            return None
+        workers = conn.execute("SELECT worker, status, started_at, finished_at FROM "
+                               "sweep_workers WHERE run_id = %s ORDER BY started_at",
+                               (run_id,)).fetchall()
+    status = _status(row)
+    stop = row["budget_stop"]
+    return {**row["meta"], "run_id": run_id, "created": _iso(row["created_at"]),
+            "status": status.split(" ")[0], "cases": row["cases"], "rows": row["done"],
+            "shared": {"database_status": status,
+                       "workers": [{k: _iso(v) for k, v in w.items()} for w in workers]},
+            "budget_stop": {"reason": stop, "not_launched": row["cases"] - row["done"]}
+            if stop else None}
+
+
+def _iso(value: Any) -> Any:
+    return value.astimezone(UTC).isoformat(timespec="seconds") if hasattr(
+        value, "astimezone") else value
+
+
+def _info(row: dict[str, Any]) -> RunInfo:
+    return RunInfo(id=row["run_id"], path=Path(row["run_id"]), created=row["created_at"],
+                   rows=row["done"], has_report=False, grid=row["grid_name"],
+                   status=_status(row), shared=True)
+
+
+def list_database(pool: Any) -> list[RunInfo]:
+    """Every run in the database, newest first."""
+    with database_errors(), pool.connection() as conn:
+        rows = conn.execute(_STATUS + " ORDER BY r.created_at DESC, r.run_id DESC").fetchall()
+    return [_info(row) for row in rows]
