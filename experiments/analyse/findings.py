@@ -45,14 +45,15 @@ def values(df: Any, column: str) -> Any:
 
 
 def answered_by_all(frame: Any, factor: str, others: list[str]) -> tuple[Any, int]:
-    """The cases whose scenario, repeat and other factors were answered at every level of
-    `factor` (so errors on one side do not tilt the comparison), and how many answered cases
-    that leaves out."""
+    """The answered cases whose scenario, repeat and other factors were answered at every
+    level of `factor` that ran with them (so errors on one side do not tilt the comparison),
+    and how many answered cases the errors leave out."""
     keys = [*KEY, *others]
-    answered = frame.dropna(subset=["value"])
-    levels = frame[factor].nunique()
-    complete = answered.groupby(keys, dropna=False)[factor].transform("nunique") == levels
-    return answered[complete], int((~complete).sum())
+    ran = frame.groupby(keys, dropna=False)[factor].transform("nunique")
+    answered = frame["value"].notna()
+    levels = frame[answered].groupby(keys, dropna=False)[factor].transform("nunique")
+    complete = levels == ran[answered]
+    return frame[answered][complete], int((~complete).sum())
 
 
 def effect_table(df: Any, column: str = "success",
@@ -69,6 +70,9 @@ def effect_table(df: Any, column: str = "success",
         levels = inference.levels(frame, factor)
         for row in inference.factor_effect(common, factor, others, "value", bounds, levels):
             sd = row["se"] * math.sqrt(row["scenarios"]) if row["scenarios"] else math.nan
+            if not row["pairs"] and not left_out and others:
+                row["note"] = (f"not separable: its levels never ran with the same "
+                               f"{', '.join(others)} (they changed together)")
             rows.append({**row, "left_out": left_out, "mdd": _mdd(row["scenarios"], sd)})
     return pd.DataFrame(rows, columns=[*inference.EFFECT_COLUMNS, "mdd"])
 

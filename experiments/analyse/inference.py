@@ -76,17 +76,25 @@ def scenario_wilson(means: Any) -> tuple[Any, Any, Any]:
     return value, low, high
 
 
-def least_variance(differences: Any) -> Any:
-    """The variance of the mean of N paired differences (last axis, NaN = not paired) had one
-    more pair come out +1 or -1 (half a pair each way): what the finite number of draws leaves
-    unknown even when every scenario shows the same difference, so that interval is never
-    zero-width. Only a floor: it is well below the spread between scenarios otherwise."""
-    np = _np()
-    differences = np.asarray(differences, dtype=float)
-    count = np.sum(~np.isnan(differences), axis=-1)
-    total = count + 1
-    mean = np.nansum(differences, axis=-1) / np.maximum(count, 1)
-    return ((count * mean ** 2 + 1) / total - (count * mean / total) ** 2) / total
+def least_variance(mean: Any, draws: Any) -> Any:
+    """The variance of a mean `mean` of `draws` paired differences had one more pair come out
+    +1 or -1 (half a pair each way): what the finite number of draws leaves unknown even when
+    every scenario shows the same difference, so that interval is never zero-width. Only a
+    floor: it is well below the spread between scenarios otherwise."""
+    total = draws + 1
+    return ((draws * mean ** 2 + 1) / total - (draws * mean / total) ** 2) / total
+
+
+def draws(differences: Any, cells: Sequence[str]) -> tuple[float, int]:
+    """The mean and number of independent draws among paired differences (indexed by `cells`
+    and repeat): a cell whose repeats all gave the same difference counts once, as at T = 0
+    its repeats are one answer; a cell whose repeats differ counts each of them."""
+    import pandas as pd
+
+    same = differences.groupby(level=list(cells), dropna=False).transform("nunique").le(1)
+    once = differences[same].groupby(level=list(cells), dropna=False).first()
+    found = pd.concat([differences[~same], once])
+    return (float(found.mean()) if len(found) else 0.0), len(found)
 
 
 def scenario_t(differences: Any, floor: Any) -> tuple[Any, Any, Any, Any]:
@@ -202,8 +210,8 @@ def contrast(df: Any, factor: str, level: Any, reference: Any, others: Sequence[
     cases = matched_cases(df, factor, level, reference, ["scenario", *others, *within], outcome)
     both = cases.dropna()
     counts = {"pairs": len(both), "unmatched": int(cases.notna().sum().sum() - 2 * len(both))}
-    cells = both.groupby(level=["scenario", *others], dropna=False).mean()
-    differences = _scaled(cells["level"], bounds) - _scaled(cells["reference"], bounds)
+    paired = _scaled(both["level"], bounds) - _scaled(both["reference"], bounds)
+    differences = paired.groupby(level=["scenario", *others], dropna=False).mean()
     per_scenario = differences.groupby(level="scenario").mean().to_numpy(float)
     count = len(per_scenario)
     if count == 0:
@@ -213,7 +221,7 @@ def contrast(df: Any, factor: str, level: Any, reference: Any, others: Sequence[
     if count < MIN_SCENARIOS:
         return Estimate(value, math.nan, math.nan, TOO_FEW, count,
                         note=f"{TOO_FEW} ({count} < {MIN_SCENARIOS})", **counts)
-    floor = least_variance(differences.to_numpy(float)) if bounds is not None else 0.0
+    floor = least_variance(*draws(paired, ["scenario", *others])) if bounds else 0.0
     _, low, high, p_value = scenario_t(per_scenario, floor)
     se = (float(high) - float(low)) / (2 * stats.t.ppf(1 - ALPHA / 2, count - 1))
     low, high = (max(float(low), -1.0), min(float(high), 1.0)) if bounds else (low, high)

@@ -22,11 +22,13 @@ class Pairing:
     """B - A over the cases both runs answered, paired on scenario, repeat and `keys`."""
 
     differing: dict[str, tuple[list[Any], list[Any]]]  # factor -> (A's levels, B's levels)
-    keys: list[str]  # the factors the cases are paired on besides scenario and repeat
+    keys: list[str]  # what cases are paired on besides scenario and repeat
     overall: Estimate
     rate_a: float
     rate_b: float
     table: Any  # one row per paired configuration (the keys' combinations)
+    only_a: list[str] = field(default_factory=list)  # configurations with no partner in B
+    only_b: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -42,17 +44,21 @@ def _levels(df: Any, column: str) -> list[Any]:
 
 def pair_runs(df_a: Any, df_b: Any, hashes_a: dict[str, str] | None = None,
               hashes_b: dict[str, str] | None = None) -> Pairing:
-    """Find the factors whose levels differ between the runs, pair the cases on scenario,
-    repeat and every other factor, and estimate B - A; scenarios whose definitions differ
+    """Pair two runs' cases on scenario, repeat and every factor they share; a factor whose
+    levels do not overlap at all (T = 0 in A, T = 0.7 in B) is what is compared, and when
+    none is, the configurations themselves are paired. Scenarios whose definitions differ
     (hashes) are left out and said. NothingToPair when no case pairs up."""
     notes = []
-    differing = {name: (_levels(df_a, c), _levels(df_b, c)) for name, c in FACTORS.items()
-                 if _levels(df_a, c) != _levels(df_b, c)}
-    keys = [name for name, c in FACTORS.items() if name not in differing and c in df_a
-            and c in df_b]
+    found = {name: (_levels(df_a, c), _levels(df_b, c)) for name, c in FACTORS.items()
+             if c in df_a and c in df_b}
+    differing = {name: levels for name, levels in found.items() if not set(levels[0])
+                 & set(levels[1])}
+    keys = [name for name in found if name not in differing]
     if len(differing) > 1:
         notes.append(f"The runs differ in {len(differing)} factors ({', '.join(differing)}): "
                      "B - A mixes their effects.")
+    if not differing and set(df_a["config_hash"]) & set(df_b["config_hash"]):
+        keys.append("config")
     changed = sorted(s for s in set(hashes_a or {}) & set(hashes_b or {})
                      if hashes_a[s] != hashes_b[s])
     if changed:
@@ -68,8 +74,8 @@ def pair_runs(df_a: Any, df_b: Any, hashes_a: dict[str, str] | None = None,
                      f"{overall.unmatched} answered case(s) are left out because the other "
                      "run errored on them.")
     rates = [_paired_rate(f, frames[1 - i], keys) for i, f in enumerate(frames)]
-    return Pairing(differing, keys, overall, rates[0], rates[1],
-                   _per_configuration(frames, keys), notes)
+    table, only_a, only_b = _per_configuration(frames, keys)
+    return Pairing(differing, keys, overall, rates[0], rates[1], table, only_a, only_b, notes)
 
 
 def _nothing(frames: list[Any], keys: list[str], changed: list[str]) -> str:
@@ -90,27 +96,46 @@ def _paired_rate(frame: Any, other: Any, keys: list[str]) -> float:
     return float(both.groupby("scenario")["value"].mean().mean()) if len(both) else math.nan
 
 
-def _per_configuration(frames: list[Any], keys: list[str]) -> Any:
-    """B - A for each combination of the paired factors, Holm-corrected over them."""
+def _per_configuration(frames: list[Any], keys: list[str]) -> tuple[Any, list[str],
+                                                                       list[str]]:
+    """B - A for each combination of the paired keys (Holm-corrected over them), and the
+    combinations found in only one run."""
     import pandas as pd
 
+    groups = [dict(iter(f.groupby(keys, dropna=False))) if keys else {(): f} for f in frames]
+    names = _names(frames, keys)
     rows = []
-    groups_b = dict(iter(frames[1].groupby(keys, dropna=False))) if keys else {(): frames[1]}
-    for key, part_a in (frames[0].groupby(keys, dropna=False) if keys else [((), frames[0])]):
-        if (part_b := groups_b.get(key)) is None:
-            continue
-        found = inference.paired_runs(part_a, part_b, [], "value")
+    for key in sorted(set(groups[0]) & set(groups[1]), key=str):
+        found = inference.paired_runs(groups[0][key], groups[1][key], [], "value")
         if found.pairs:
-            names = key if isinstance(key, tuple) else (key,)
-            rows.append({"configuration": " / ".join(_name(v) for v in names) or "all",
-                         "pairs": found.pairs, "scenarios": found.scenarios,
-                         "diff": found.value, "ci_low": found.low, "ci_high": found.high,
+            rows.append({"configuration": names[key], "pairs": found.pairs,
+                         "scenarios": found.scenarios, "diff": found.value,
+                         "ci_low": found.low, "ci_high": found.high,
                          "p_value": found.p_value, "note": found.note})
     table = pd.DataFrame(rows, columns=["configuration", "pairs", "scenarios", "diff",
                                         "ci_low", "ci_high", "p_value", "note"])
     table["p_holm"] = inference.holm(table["p_value"].fillna(1.0).to_numpy())
     table["significant"] = (table["p_holm"] < inference.ALPHA) & table["ci_low"].notna()
-    return table.sort_values(["diff", "configuration"]).reset_index(drop=True)
+    alone = [sorted(names[k] for k in set(mine) - set(theirs))
+             for mine, theirs in (groups, groups[::-1])]
+    return table.sort_values(["diff", "configuration"]).reset_index(drop=True), *alone
+
+
+def _names(frames: list[Any], keys: list[str]) -> dict[Any, str]:
+    """Each combination of the keys named by its factor levels (the configuration key added
+    where two share those levels)."""
+    shown = [k for k in keys if k != "config"]
+    found: dict[Any, str] = {}
+    for frame in frames:
+        for key, _ in (frame.groupby(keys, dropna=False) if keys else [((), frame)]):
+            parts = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+            found[key] = " / ".join(_name(parts[k]) for k in shown) or "all"
+    counts: dict[str, int] = {}
+    for name in found.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {key: name if counts[name] == 1 or "config" not in keys else
+            f"{name} [{dict(zip(keys, key, strict=True))['config'][:8]}]"
+            for key, name in found.items()}
 
 
 def _name(value: Any) -> str:
