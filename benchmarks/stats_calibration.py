@@ -107,13 +107,11 @@ def new_contrasts(outcomes: np.ndarray, axis: int, bounded: bool = True) -> tupl
 def batch_floor(paired: np.ndarray) -> np.ndarray:
     """inference.draws + least_variance batched: paired [..., cell, repeat] differences (NaN =
     not paired); a cell whose repeats agree counts once, else each repeat counts."""
-    answered = (~np.isnan(paired)).sum(-1)
-    same = np.nanmax(paired, -1) == np.nanmin(paired, -1)
-    count = np.where(answered == 0, 0, np.where(same, 1, answered))
-    total = np.where(answered == 0, 0.0, np.where(same, np.nanmax(paired, -1),
-                                                  np.nansum(paired, -1)))
-    draws = count.sum(-1)
-    return inference.least_variance(total.sum(-1) / np.maximum(draws, 1), draws)
+    answered, first = (~np.isnan(paired)).sum(-1), np.nanmax(paired, -1)
+    same = first == np.nanmin(paired, -1)
+    count = np.where(answered == 0, 0, np.where(same, 1, answered)).sum(-1)
+    total = np.where(answered == 0, 0.0, np.where(same, first, np.nansum(paired, -1))).sum(-1)
+    return inference.least_variance(total / np.maximum(count, 1), count)
 
 
 def claims(p_values: np.ndarray) -> np.ndarray:

@@ -77,18 +77,18 @@ def scenario_wilson(means: Any) -> tuple[Any, Any, Any]:
 
 
 def least_variance(mean: Any, draws: Any) -> Any:
-    """The variance of a mean `mean` of `draws` paired differences had one more pair come out
-    +1 or -1 (half a pair each way): what the finite number of draws leaves unknown even when
-    every scenario shows the same difference, so that interval is never zero-width. Only a
-    floor: it is well below the spread between scenarios otherwise."""
+    """The variance of the mean of `draws` paired differences that all equal `mean`, with one
+    more pair added, half +1 and half -1: what the number of draws alone leaves unknown. The
+    floor under the spread between scenarios, so that every scenario showing the same
+    difference does not give a zero-width interval; any real spread is far above it."""
     total = draws + 1
     return ((draws * mean ** 2 + 1) / total - (draws * mean / total) ** 2) / total
 
 
 def draws(differences: Any, cells: Sequence[str]) -> tuple[float, int]:
-    """The mean and number of independent draws among paired differences (indexed by `cells`
-    and repeat): a cell whose repeats all gave the same difference counts once, as at T = 0
-    its repeats are one answer; a cell whose repeats differ counts each of them."""
+    """Mean and number of independent draws among paired differences (indexed by `cells` and
+    repeat): a cell whose repeats all gave the same difference counts once, as at T = 0 its
+    repeats are one answer; a cell whose repeats differ counts each of them."""
     import pandas as pd
 
     same = differences.groupby(level=list(cells), dropna=False).transform("nunique").le(1)
