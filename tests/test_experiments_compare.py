@@ -12,6 +12,7 @@ from experiments.analyse.compare import compare_runs
 from experiments.store.folder import write_meta
 from experiments.store.results_file import RESULTS_FILE, ResultsWriter
 from tests.test_experiments_report import row
+from treadwise.models.registry import OFFLINE_LABEL
 
 
 def write_run(folder: Path, outcomes: dict[str, list[str]], temperature: float = 0.0) -> Path:
@@ -51,7 +52,8 @@ def test_runs_of_one_grid_are_paired_by_configuration_scenario_and_repeat(runs, 
     assert better["diff"] == pytest.approx(0.8) and better["ci_low"] > 0 and better["significant"]
     same = table.loc[next(n for n in table.index if n.endswith("[b]"))]
     assert same["pairs"] == 19 and not same["significant"]
-    assert pairing.only_a == ["technical / offline / T=0 / baseline / react"]
+    # c and d share every factor level, so the configuration key tells them apart
+    assert pairing.only_a == [f"technical / {OFFLINE_LABEL} / T=0 / baseline / react [c]"]
     assert pairing.overall.pairs == 39 and pairing.overall.unmatched == 1
     report = result.report.read_text()
     assert "1 of 2 configurations changed significantly" in report
@@ -66,8 +68,9 @@ def test_runs_of_one_grid_are_paired_by_configuration_scenario_and_repeat(runs, 
 
 def test_a_t0_run_and_a_t07_run_are_paired_on_everything_else(tmp_path):
     cold = write_run(tmp_path / "cold", {"a": ["ok"] * 20, "c": ["failed"] * 20})
-    warm = write_run(tmp_path / "warm", {"x": ["ok"] * 16 + ["failed"] * 4,
-                                         "y": ["failed"] * 20}, temperature=0.7)
+    # b is friendly like a, d technical like c (write_run's persona rule); no hash shared
+    warm = write_run(tmp_path / "warm", {"b": ["ok"] * 16 + ["failed"] * 4,
+                                         "d": ["failed"] * 20}, temperature=0.7)
     result = compare_runs(cold, warm, tmp_path)
     pairing = result.pairing
     assert pairing.differing == {"temperature": ([0.0], [0.7])}

@@ -189,13 +189,17 @@ def level_mean(df: Any, outcome: str = "success",
 
 
 def matched_cases(df: Any, factor: str, level: Any, reference: Any, keys: Sequence[str],
-                  outcome: str) -> Any:
+                  outcome: str) -> tuple[Any, Any]:
     """`level` and `reference` outcomes side by side, one row per case key (scenario, the other
-    factors, repeat) answered at either level; NaN where that side has no answer (an error)."""
+    factors, repeat) run at either level; NaN where that side has no answer. The second frame
+    says which side ran the case at all, so an error (ran, no answer) is told from a case that
+    side never had."""
     present = [k for k in keys if k in df]
-    cases = (df[df[factor].isin([level, reference])].dropna(subset=[outcome])
-             .groupby([*present, factor], dropna=False)[outcome].mean().unstack(factor))
-    return cases.reindex(columns=[level, reference]).set_axis(["level", "reference"], axis=1)
+    grouped = (df[df[factor].isin([level, reference])]
+               .groupby([*present, factor], dropna=False)[outcome])
+    sides = [frame.unstack(factor).reindex(columns=[level, reference])
+             .set_axis(["level", "reference"], axis=1) for frame in (grouped.mean(), grouped.size())]
+    return sides[0], sides[1].notna()
 
 
 def contrast(df: Any, factor: str, level: Any, reference: Any, others: Sequence[str] = (),
@@ -207,9 +211,11 @@ def contrast(df: Any, factor: str, level: Any, reference: Any, others: Sequence[
     side errored on them."""
     from scipy import stats
 
-    cases = matched_cases(df, factor, level, reference, ["scenario", *others, *within], outcome)
+    cases, ran = matched_cases(df, factor, level, reference, ["scenario", *others, *within],
+                               outcome)
     both = cases.dropna()
-    counts = {"pairs": len(both), "unmatched": int(cases.notna().sum().sum() - 2 * len(both))}
+    errored = cases.notna().sum(axis=1).eq(1) & ran.all(axis=1)
+    counts = {"pairs": len(both), "unmatched": int(errored.sum())}
     paired = _scaled(both["level"], bounds) - _scaled(both["reference"], bounds)
     differences = paired.groupby(level=["scenario", *others], dropna=False).mean()
     per_scenario = differences.groupby(level="scenario").mean().to_numpy(float)

@@ -46,8 +46,12 @@ def money(value: float) -> str:
 
 def interval(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
     if math.isnan(row[low]):
-        return "too few scenarios"
+        return "n/a" if row.get("scenarios", 1) == 0 else "too few scenarios"
     return f"{pct(row[low])}-{pct(row[high])}"
+
+
+def number(value: float, spec: str = ".3f") -> str:
+    return "n/a" if value is None or math.isnan(value) else format(value, spec)
 
 
 def points(value: float) -> str:
@@ -223,8 +227,8 @@ def _configurations(summary: Any) -> list[str]:
                 "configuration": "label", "scenarios": "scenarios", "cases": "n",
                 "errors": "errors", "success": lambda r: pct(r["success_rate"]),
                 "95% CI": interval, **outcomes,
-                "latency/call p50 (s)": lambda r: f"{r['latency_per_call_p50_s']:.3f}",
-                "first token p50 (s)": lambda r: f"{r['ttft_p50_s']:.3f}",
+                "latency/call p50 (s)": lambda r: number(r["latency_per_call_p50_s"]),
+                "first token p50 (s)": lambda r: number(r["ttft_p50_s"]),
                 "HTTP requests/case": lambda r: f"{r['mean_http_attempts']:.1f}",
                 "tokens in/out": lambda r: f"{r['mean_input_tokens']:.0f} / "
                                            f"{r['mean_output_tokens']:.0f}",
