@@ -198,7 +198,8 @@ def matched_cases(df: Any, factor: str, level: Any, reference: Any, keys: Sequen
     grouped = (df[df[factor].isin([level, reference])]
                .groupby([*present, factor], dropna=False)[outcome])
     sides = [frame.unstack(factor).reindex(columns=[level, reference])
-             .set_axis(["level", "reference"], axis=1) for frame in (grouped.mean(), grouped.size())]
+             .set_axis(["level", "reference"], axis=1)
+             for frame in (grouped.mean(), grouped.size())]
     return sides[0], sides[1].notna()
 
 
