@@ -17,11 +17,11 @@ MIN_SECRET_CHARS = 16
 # on: routed tools and the compact prompt; compact: the compact prompt with every tool;
 # off: every tool and the business profile in the system prompt (the requests of before).
 ROUTING_MODES = ("on", "compact", "off")
-# Variables read where a model or tool is built, from Settings.environment: keys and endpoints
-# named by their providers, and our own knobs of one provider.
+# Variables read where a model, a tool or a cluster client is built, from Settings.environment:
+# keys and endpoints named by their providers (and Dask), and our own knobs of one provider.
 PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
                       "TREADWISE_GEMINI_BASE_URL", "TAVILY_API_KEY", "TREADWISE_TAVILY_BASE_URL",
-                      "TREADWISE_LOCAL_MAX_TOKENS")
+                      "TREADWISE_LOCAL_MAX_TOKENS", "DASK_SCHEDULER_ADDRESS")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
