@@ -67,8 +67,8 @@ def serve_subprocess(data_dir: Path, cwd: Path = REPO, env: dict[str, str] | Non
     """`python app.py` as a user starts it, once it answers 200; its output goes to a log file
     beside the data dir (a pipe nobody reads could fill and stall the app)."""
     port = free_port()
-    environment = child_environment(TREADWISE_PORT=str(port), TREADWISE_DATA_DIR=str(data_dir),
-                                    **(env or {}))
+    environment = child_environment(**{"TREADWISE_PORT": str(port),
+                                       "TREADWISE_DATA_DIR": str(data_dir), **(env or {})})
     log = data_dir.parent / f"app-{port}.log"
     with open(log, "w") as output:
         process = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=cwd,
