@@ -16,7 +16,7 @@ sys.path.insert(0, str(REPO))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from treadwise.testing.webapp import free_port, stop, wait_for_200  # noqa: E402
 
 ROUNDS = 10

@@ -27,12 +27,12 @@ def main() -> None:
             samples[module].append(import_seconds(module))
     median = {m: statistics.median(s) for m, s in samples.items()}
     leaked = subprocess.run(
-        [sys.executable, "-c", "import sys, treadwise.agent, treadwise.cli; "
+        [sys.executable, "-c", "import sys, treadwise.agent, treadwise.command_line; "
          "print(sorted(m for m in ('gradio', 'sympy', 'matplotlib') if m in sys.modules))"],
         cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
     for module, value in median.items():
         print(f"python -c 'import {module}': {value * 1000:.0f} ms (median of {ROUNDS})")
-    print(f"heavy modules loaded by treadwise.agent + treadwise.cli: {leaked}")
+    print(f"heavy modules loaded by treadwise.agent + treadwise.command_line: {leaked}")
     print(f"import_time: ratio {median['treadwise'] / median['gradio']:.2f} (goal <= 0.5)")
     print(f"import_time_agent: ratio {median['treadwise.agent'] / median['gradio']:.2f} "
           "(informational: the agent stack without gradio, sympy or matplotlib)")

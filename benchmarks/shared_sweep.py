@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.sweep_concurrency import SCENARIOS, serve  # noqa: E402
-from treadwise.testing.postgres import start_cluster  # noqa: E402
+from treadwise.testing.postgres_cluster import start_cluster  # noqa: E402
 
 CASES = 300
 CONCURRENCY = 8

@@ -67,7 +67,7 @@ def postgres_cluster():
 
     No PostgreSQL here is a failure saying how to install it, never a silent skip.
     """
-    from treadwise.testing.postgres import start_cluster
+    from treadwise.testing.postgres_cluster import start_cluster
 
     try:
         cluster = start_cluster()

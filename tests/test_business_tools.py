@@ -310,9 +310,11 @@ def test_a_profile_copy_is_loaded_from_its_own_path(tmp_path: Path, context: Too
 
 
 @pytest.mark.parametrize(("content", "why"), [
-    ("sections: [1, 2]", "sections must be a non-empty mapping"),
-    ("name: X\nsections:\n  hours: {title: Hours}", "sections.hours.text must be"),
-    ("name: X\nsections:\n  hours: {title: H, text: T, facts: oops}", "facts must be a list"),
+    ("name: X\nsections: [1, 2]", "business.yaml: sections: must be a non-empty mapping"),
+    ("name: X\nsections:\n  hours: {title: Hours}", "sections.hours.text: is required"),
+    ("name: X\nsections:\n  hours: {title: H, text: ' '}", "hours.text: must be a non-empty"),
+    ("name: X\nsections:\n  hours: {title: H, text: T, facts: oops}", "facts: must be a list"),
+    ("name: X\nsections:\n  hours: {title: H, text: T, fact: [a]}", "unknown field 'fact'"),
     ("{{{", "not valid YAML"),
 ])
 def test_a_malformed_profile_is_a_clear_error(tmp_path: Path, content: str, why: str) -> None:

@@ -131,7 +131,7 @@ def test_a_wrong_local_setting_is_one_line(spec, message):
 
 
 def test_a_file_that_is_not_gguf_is_refused_before_llama_cpp_sees_it(tmp_path):
-    from treadwise.cli import main
+    from treadwise.command_line import main
 
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
@@ -144,7 +144,7 @@ def test_a_file_that_is_not_gguf_is_refused_before_llama_cpp_sees_it(tmp_path):
 
 
 def test_the_cli_refuses_a_non_gguf_file_in_one_line(capsys):
-    from treadwise.cli import main
+    from treadwise.command_line import main
 
     assert main(["chat", "--model", "local:/etc/passwd", "--json", "hello"]) in (0, 1)
     out = capsys.readouterr()

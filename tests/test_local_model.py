@@ -46,7 +46,8 @@ def plain_agent(local, tmp_path_factory):
 
 
 def cli(*args: str, prelude: str = "", **env: str) -> subprocess.CompletedProcess:
-    code = f"import sys; {prelude}from treadwise.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = (f"import sys; {prelude}from treadwise.command_line import main; "
+            "sys.exit(main(sys.argv[1:]))")
     return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, capture_output=True,
                           text=True, timeout=300, env={**os.environ, **env})
 
@@ -183,7 +184,7 @@ def test_a_constrained_call_cut_off_by_its_token_limit_is_no_call_but_an_answer(
 
 
 def test_a_missing_runtime_or_gguf_is_one_line_naming_what_to_install(monkeypatch, capsys):
-    from treadwise.cli import main
+    from treadwise.command_line import main
 
     done = cli("chat", "--model", SPEC, "hello", prelude="sys.modules['llama_cpp'] = None; ")
     assert done.returncode == 1 and "Traceback" not in done.stderr

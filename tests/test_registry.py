@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from treadwise.testing.distributions import install_distribution
 from treadwise.tools import ENTRY_POINT_GROUP, ToolContext, available_toolsets, get_tools
 
 BUSINESS = {"get_business_info", "get_tire_recommendation", "check_service_availability",
@@ -41,13 +42,8 @@ def context(tmp_path: Path) -> ToolContext:
 @pytest.fixture
 def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A distribution on sys.path with an entry_points.txt, as pip would install it."""
-    site = tmp_path / "site"
-    dist_info = site / "treadwise_tire_age-0.1.dist-info"
-    dist_info.mkdir(parents=True)
-    (site / "treadwise_tire_age.py").write_text(PLUGIN)
-    (dist_info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: treadwise-tire-age\nVersion: 0.1\n")
-    (dist_info / "entry_points.txt").write_text(
+    site = install_distribution(
+        tmp_path / "site", "treadwise-tire-age", {"treadwise_tire_age": PLUGIN},
         f"[{ENTRY_POINT_GROUP}]\n"
         "tire_age = treadwise_tire_age:tire_age_tools\n"
         "business = treadwise_tire_age:hijack\n")

@@ -113,7 +113,7 @@ def test_the_same_lead_sent_to_both_replicas_at_once_is_stored_once(replicas, da
 def page() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
-    from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+    from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -25,7 +25,7 @@ from treadwise.storage.memory import open_checkpointer
 from treadwise.storage.migrations import MIGRATIONS, migrate
 from treadwise.storage.plots import SharedPlots
 from treadwise.storage.postgres import PostgresStore, close_pools, connection_kwargs
-from treadwise.testing.postgres import PASSWORD
+from treadwise.testing.postgres_cluster import PASSWORD
 from treadwise.testing.webapp import free_port
 from treadwise.tools import ToolContext
 from treadwise.tools.business import business_tools
@@ -217,11 +217,11 @@ def test_a_read_only_database_is_a_clear_tool_error(database_url: str, tmp_path)
 
 
 def test_without_postgresql_the_tests_fail_saying_how_to_install_it(monkeypatch) -> None:
-    from treadwise.testing import postgres
+    from treadwise.testing import postgres_cluster
 
-    monkeypatch.setattr(postgres.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(postgres_cluster.glob, "glob", lambda pattern: [])
     with pytest.raises(RuntimeError, match=r"Install them with `sh \.ci/install-system`"):
-        postgres.start_cluster()
+        postgres_cluster.start_cluster()
 
 
 def test_a_corrected_address_moves_the_lead_instead_of_adding_one(database_url: str) -> None:

@@ -22,7 +22,7 @@ from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.testing.webapp import chat_text, serve_in_process
 from treadwise.web.access import ADMIN_ONLY, MAX_KEYS, RateLimiter, address_key
-from treadwise.web.app import banner, launch_kwargs
+from treadwise.web.gradio_app import banner, launch_kwargs
 
 USERS = "ana:ana-secret-1,bob:bob-secret-2"
 ECHO = "The echo model answered."

@@ -18,7 +18,7 @@ from treadwise.models.local import bundled_specs
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.testing.webapp import REPO, chat_text, serve_in_process, use_scripted
-from treadwise.web.app import create_app, launch_kwargs
+from treadwise.web.gradio_app import create_app, launch_kwargs
 
 OFFLINE = ("offline (rule-based, not an LLM)", "offline")
 
@@ -128,7 +128,7 @@ def test_a_persona_file_named_like_a_built_in_is_ignored_with_a_warning(
 
 
 def test_importing_treadwise_does_not_import_gradio():
-    code = ("import sys, treadwise, treadwise.agent, treadwise.cli, treadwise.web; "
+    code = ("import sys, treadwise, treadwise.agent, treadwise.command_line, treadwise.web; "
             "assert 'gradio' not in sys.modules, 'gradio imported'")
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
 

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 
 from treadwise.agent import Agent
 from treadwise.settings import Settings
-from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.testing.webapp import REPO, serve_in_process, serve_subprocess, use_scripted
 

@@ -11,7 +11,7 @@ import yaml
 
 from tests.test_web_browser import OUTPUT
 from treadwise.settings import Settings
-from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS
+from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS
 from treadwise.testing.webapp import serve_in_process
 
 pytestmark = pytest.mark.browser

@@ -21,7 +21,7 @@ from langchain_core.tools import tool
 
 from treadwise.agent import Agent
 from treadwise.settings import Settings
-from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS
+from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.testing.loopback import OpenAIServer, Reply, scripted
 from treadwise.testing.webapp import serve_in_process

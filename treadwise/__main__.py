@@ -2,6 +2,6 @@
 
 import sys
 
-from treadwise.cli import main
+from treadwise.command_line import main
 
 sys.exit(main())

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any
 
-from treadwise.datafiles import read_yaml_mapping
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from treadwise.datafiles import Text, read_yaml_mapping, validate_file
 
 PACKAGED_DIR = Path(__file__).with_name("personas")
 DEFAULT_PERSONA = "friendly"
 log = logging.getLogger(__name__)
+
+
+def _listed(value: Any) -> Any:
+    """A voice part may be one phrase or a list of alternatives."""
+    return value if isinstance(value, list) else [value]
 
 
 @dataclass(frozen=True)
@@ -36,27 +43,35 @@ class Persona:
         return f"{self.name}: {self.description}"
 
 
+class _PersonaFile(BaseModel):
+    """What a persona file may hold; anything else is a typo worth a clear error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str | None = None
+    name: Text
+    description: Text
+    style: Text
+    order: int = 100
+    show_method: bool = False
+    voice: dict[str, Annotated[list[str], BeforeValidator(_listed)]] = {}
+    rubric: str = ""
+
+
 def _read(path: Path) -> Persona:
     data = read_yaml_mapping(path, ValueError, "persona file")
-    missing = [k for k in ("name", "description", "style") if not data.get(k)]
-    if missing:
-        raise ValueError(f"persona file {path} is missing {', '.join(missing)}")
-    voice = {k: [str(v) for v in (vs if isinstance(vs, list) else [vs])]
-             for k, vs in (data.get("voice") or {}).items()}
-    return Persona(
-        key=str(data.get("key") or path.stem),
-        name=str(data["name"]),
-        description=str(data["description"]).strip(),
-        style=str(data["style"]).strip(),
-        order=int(data.get("order", 100)),
-        show_method=bool(data.get("show_method", False)),
-        voice=voice,
-        rubric=str(data.get("rubric") or "").strip(),
-    )
+    found = validate_file(_PersonaFile, data, path, ValueError)
+    return Persona(key=found.key or path.stem, name=found.name, description=found.description,
+                   style=found.style, order=found.order, show_method=found.show_method,
+                   voice=dict(found.voice), rubric=found.rubric.strip())
 
 
-def persona_dirs() -> list[Path]:
-    extra = os.environ.get("TREADWISE_PERSONAS_DIR", "").strip()
+def persona_dirs(extra: Path | None = None) -> list[Path]:
+    """The packaged folder, then `extra` (default: TREADWISE_PERSONAS_DIR, through Settings)."""
+    if extra is None:
+        from treadwise.settings import Settings
+
+        extra = Settings.from_env().personas_dir
     return [PACKAGED_DIR] + ([Path(extra)] if extra else [])
 
 
@@ -75,13 +90,18 @@ def _load_all(dirs: tuple[Path, ...]) -> dict[str, Persona]:
     return dict(sorted(found.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
-def load_personas() -> dict[str, Persona]:
-    """All personas by key, in display order."""
-    return _load_all(tuple(persona_dirs()))
+def load_personas(extra: Path | None = None) -> dict[str, Persona]:
+    """All personas by key, in display order; `extra` is Settings.personas_dir."""
+    return _load_all(tuple(persona_dirs(extra)))
 
 
-def get_persona(key: str) -> Persona:
-    personas = load_personas()
+def get_persona(key: str, extra: Path | None = None) -> Persona:
+    """The persona named `key`: a built-in (no other folder can replace one), else from `extra`
+    (Settings.personas_dir)."""
+    built_in = _load_all((PACKAGED_DIR,))
+    if key in built_in:
+        return built_in[key]
+    personas = load_personas(extra)
     try:
         return personas[key]
     except KeyError:

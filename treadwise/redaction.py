@@ -27,11 +27,12 @@ the tests redact):
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from treadwise.settings import process_environment
 
 REDACTED = "[redacted]"
 CARD = "[redacted card number]"
@@ -239,17 +240,19 @@ def _secret_variables() -> tuple[str, ...]:
     """Names of secret-looking variables; rescanned whenever a variable comes or goes (this
     runs on every model reply, and decoding the whole environment each time is not free)."""
     global _secret_names
-    size = len(os.environ)
+    environment = process_environment()
+    size = len(environment)
     if _secret_names[0] != size:
-        found = {name for name in os.environ if SECRET_ENV_RE.search(name)}
+        found = {name for name in environment if SECRET_ENV_RE.search(name)}
         _secret_names = (size, tuple(sorted(found | set(ALWAYS_SECRET))))
     return _secret_names[1]
 
 
 def redact(text: str) -> str:
     """The text without any secret the environment holds or any shape in `SHAPES`."""
+    environment = process_environment()
     for name in _secret_variables():
-        value = os.environ.get(name)
+        value = environment.get(name)
         if value and len(value) >= 6 and value in text:
             text = text.replace(value, REDACTED)
     for shape in SHAPES:

@@ -17,6 +17,11 @@ MIN_SECRET_CHARS = 16
 # on: routed tools and the compact prompt; compact: the compact prompt with every tool;
 # off: every tool and the business profile in the system prompt (the requests of before).
 ROUTING_MODES = ("on", "compact", "off")
+# Variables read where a model, a tool or a cluster client is built, from Settings.environment:
+# keys and endpoints named by their providers (and Dask), and our own knobs of one provider.
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
+                      "TREADWISE_GEMINI_BASE_URL", "TAVILY_API_KEY", "TREADWISE_TAVILY_BASE_URL",
+                      "TREADWISE_LOCAL_MAX_TOKENS", "DASK_SCHEDULER_ADDRESS")
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
@@ -92,9 +97,37 @@ def _database_url(env: Mapping[str, str]) -> str | None:
     return raw
 
 
+def _math_timeout(env: Mapping[str, str]) -> float:
+    value = _float(env, "TREADWISE_MATH_TIMEOUT_S", 5.0)
+    if not 0 < value <= 600:
+        raise ValueError("TREADWISE_MATH_TIMEOUT_S must be between 0 and 600 seconds, got "
+                         f"{env.get('TREADWISE_MATH_TIMEOUT_S', '').strip()!r}")
+    return value
+
+
+def _threads(env: Mapping[str, str]) -> int:
+    raw = env.get("TREADWISE_LOCAL_THREADS", "").strip()
+    return int(raw) if raw.isdigit() else 0
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    raw = env.get(name, "").strip()
+    return Path(raw) if raw else None
+
+
+def process_environment() -> Mapping[str, str]:
+    """The process environment: settings.py is the one module that reads it (a test holds that)."""
+    return os.environ
+
+
+def child_environment(**overrides: str) -> dict[str, str]:
+    """The environment a child process gets: this process's, with `overrides` on top."""
+    return {**os.environ, **overrides}
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Everything configurable about a TreadWise process."""
+    """Everything configurable about a TreadWise process: field `x` is variable TREADWISE_X."""
 
     data_dir: Path = Path("data")
     timeout_s: float = 60.0
@@ -130,12 +163,25 @@ class Settings:
     retention_days: float = 0.0
     # Tool routing and the compact prompt (agent/routing.py): on, compact or off.
     routing: str = "on"
+    # The model spec used when none is named (CLI, app picker); never a paid one by default.
+    model: str = "offline"
+    # A folder of extra persona files beside the packaged ones.
+    personas_dir: Path | None = None
+    # Wall-clock limit of one math evaluation in the sandbox.
+    math_timeout_s: float = 5.0
+    # llama.cpp threads of a local model; 0: half the cores.
+    local_threads: int = 0
+    # Keys and endpoints of providers and tools (OPENAI_API_KEY, OPENAI_BASE_URL,
+    # GOOGLE_API_KEY, TAVILY_API_KEY, TREADWISE_LOCAL_MAX_TOKENS, ... see PROVIDER_VARIABLES),
+    # passed down to whatever builds a model or a tool. By default the live process
+    # environment, so a key exported while the app runs counts at the next model built.
+    environment: Mapping[str, str] = field(default_factory=process_environment, repr=False,
+                                           compare=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if env is None else env
+        env = process_environment() if env is None else env
         auth = _users(env.get("TREADWISE_AUTH", ""))
-        mcp = env.get("TREADWISE_MCP_CONFIG", "").strip()
         host = env.get("TREADWISE_HOST", "").strip() or "127.0.0.1"
         public = _flag(env, "TREADWISE_PUBLIC")
         if public is None:
@@ -150,7 +196,7 @@ class Settings:
             host=host,
             port=int(_float(env, "TREADWISE_PORT", 7860)),
             auth=auth,
-            mcp_config=Path(mcp) if mcp else None,
+            mcp_config=_path(env, "TREADWISE_MCP_CONFIG"),
             public=public,
             public_models=_names(env, "TREADWISE_PUBLIC_MODELS") or ("offline",),
             admins=_names(env, "TREADWISE_ADMINS") or tuple(user for user, _ in auth),
@@ -167,6 +213,11 @@ class Settings:
             sweep_claim_s=_float(env, "TREADWISE_SWEEP_CLAIM_S", 60.0),
             retention_days=_days(env, "TREADWISE_RETENTION_DAYS"),
             routing=env.get("TREADWISE_ROUTING", "").strip().lower() or "on",
+            model=env.get("TREADWISE_MODEL", "").strip() or "offline",
+            personas_dir=_path(env, "TREADWISE_PERSONAS_DIR"),
+            math_timeout_s=_math_timeout(env),
+            local_threads=_threads(env),
+            environment=env,
         )
 
     def ensure_data_dir(self) -> Path:

@@ -22,7 +22,7 @@ from PIL import Image  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from treadwise.settings import Settings  # noqa: E402
-from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from treadwise.testing.webapp import serve_in_process  # noqa: E402
 
 SWEEP_CASES = "45"

@@ -3,103 +3,43 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.define.outcome import (
+    ANY_TURN,
+    CHECK_KINDS,
+    CHECKS,
+    COMMON_OPTIONS,
+    LAST_TURN,
+    CheckError,
+    CheckKind,
+    CheckResult,
+    Outcome,
+    Verdict,
+    check,
+)
 from treadwise.emails import find_emails
+
+# Readers of checks take these from here: the kinds by name, a case's outcome, the verdicts.
+__all__ = ["CHECKS", "CHECK_KINDS", "NUMBER_RE", "CheckError", "CheckResult", "Outcome",
+           "check", "check_ids", "evaluate", "numbers_in", "validate"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MIN_PNG_BYTES = 1000
 NUMBER_RE = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?",
                        re.IGNORECASE)
-ANY_TURN = "all"
-LAST_TURN = "last"
-
-
-class CheckError(ValueError):
-    """A check in a scenario file is malformed; the message names what is wrong."""
-
-
-@dataclass
-class Outcome:
-    """What one case produced: the turn results (TurnResult-like) and its own data dir."""
-
-    messages: list[str]
-    turns: list[Any]
-    data_dir: Path
-    _store: Any = field(default=None, repr=False)
-
-    @property
-    def store(self) -> Any:
-        if self._store is None:
-            from treadwise.storage.sqlite import Store
-
-            self._store = Store(self.data_dir)
-        return self._store
-
-    def leads(self) -> list[dict]:
-        return self.store.leads() if (self.data_dir / "leads.db").exists() else []
-
-    def feedback(self) -> list[dict]:
-        return self.store.feedback() if (self.data_dir / "leads.db").exists() else []
-
-    def select(self, turn: Any) -> tuple[list[Any], str | None]:
-        """The turns a check looks at (all, last, or the 1-based N), or why they are missing."""
-        if turn in (None, ANY_TURN):
-            return self.turns, None
-        index = len(self.messages) if turn == LAST_TURN else int(turn)
-        if index < 0:
-            index = len(self.messages) + 1 + index
-        if index > len(self.turns):
-            return [], f"turn {index} did not run"
-        return [self.turns[index - 1]], None
-
-
-Verdict = tuple[bool, str]
-CheckFn = Callable[[Mapping[str, Any], Outcome], Verdict]
-
-
-@dataclass(frozen=True)
-class CheckKind:
-    name: str
-    fn: CheckFn
-    required: tuple[str, ...]
-    optional: tuple[str, ...]
-    default_turn: str
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    id: str
-    passed: bool
-    description: str
-
-
-CHECKS: dict[str, CheckKind] = {}
-COMMON_OPTIONS = ("kind", "turn", "label")
-
-
-def check(name: str, *, required: Sequence[str] = (), optional: Sequence[str] = (),
-          turn: str = ANY_TURN) -> Callable[[CheckFn], CheckFn]:
-    """Register a check kind; `turn` is the turns it reads unless a scenario says otherwise."""
-
-    def register(fn: CheckFn) -> CheckFn:
-        CHECKS[name] = CheckKind(name, fn, tuple(required), tuple(optional), turn)
-        return fn
-
-    return register
 
 
 def validate(spec: Any, where: str) -> dict[str, Any]:
     """A check spec with a known kind and known parameters, or CheckError naming `where`."""
     if not isinstance(spec, Mapping) or "kind" not in spec:
         raise CheckError(f"{where}: each check is a mapping with a 'kind'")
-    kind = CHECKS.get(str(spec["kind"]))
-    if kind is None:
+    kind = CHECK_KINDS.get(str(spec["kind"]))
+    if not isinstance(kind, CheckKind):
         raise CheckError(f"{where}: unknown check kind {spec['kind']!r}; known: "
-                         f"{', '.join(sorted(CHECKS))}")
+                         f"{', '.join(sorted(CHECK_KINDS.names()))}")
     missing = [k for k in kind.required if k not in spec]
     if missing:
         raise CheckError(f"{where}: check {kind.name} needs {', '.join(missing)}")
@@ -141,7 +81,7 @@ def evaluate(specs: Sequence[Mapping[str, Any]], outcome: Outcome) -> list[Check
         else list(specs)
     results = []
     for check_id, spec in zip(check_ids(specs), specs, strict=True):
-        kind = CHECKS[spec["kind"]]
+        kind = CHECK_KINDS.get(spec["kind"])
         scoped = {**spec, "turn": spec.get("turn", kind.default_turn)}
         try:
             passed, why = kind.fn(scoped, outcome)

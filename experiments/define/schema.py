@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import types
-import typing
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# One reader of pydantic errors for every data file; grid.py and scenarios.py take it from here.
+from treadwise.datafiles import validate_file  # noqa: F401
 
 STRATEGIES = ("react", "plan-verify", "think-write", "self-consistency")
 DEFAULT_STRATEGY = "react"
@@ -117,66 +117,3 @@ class ScenarioEntry(Strict):
 class ScenarioFile(Strict):
     description: str = ""
     scenarios: Annotated[list[ScenarioEntry], Field(min_length=1)]
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    """The pydantic model an annotation holds (through Optional, list, dict, Annotated)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if typing.get_origin(annotation) is Literal:
-        return None
-    for arg in typing.get_args(annotation):
-        if (found := _model_in(arg)) is not None:
-            return found
-    if isinstance(annotation, types.UnionType):
-        return next(filter(None, map(_model_in, annotation.__args__)), None)
-    return None
-
-
-def _known_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """The fields allowed where an unknown one was found."""
-    for part in loc:
-        field = model.model_fields.get(part) if isinstance(part, str) else None
-        if field is None:
-            continue
-        inner = _model_in(field.annotation)
-        if inner is None:
-            return []
-        model = inner
-    return sorted(model.model_fields)
-
-
-def where(loc: tuple[Any, ...]) -> str:
-    """("variations", "short", "max_tokens") -> variations.short.max_tokens; indexes as [i]."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def describe(error: dict[str, Any], model: type[BaseModel]) -> tuple[str, str]:
-    """(field, message) for one pydantic error, in the words a grid's author would use."""
-    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
-    if error["type"] == "extra_forbidden":
-        known = _known_fields(model, loc[:-1])
-        return where(loc[:-1]), (f"unknown field {loc[-1]!r}; known: {', '.join(known)}"
-                                 if known else f"unknown field {loc[-1]!r}")
-    if error["type"] == "missing":
-        return where(loc), "is required"
-    message = error["msg"].removeprefix("Value error, ")
-    if "input" in error and error["type"] not in ("list_type", "dict_type", "model_type"):
-        message += f" (got {error['input']!r})"
-    return where(loc), message
-
-
-def validate_file(model: type[Strict], data: dict[str, Any], path: Path,
-                  error: type[Exception]) -> Any:
-    """The file's data as `model`, or `error` naming the file, the field and what is wrong."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        lines = []
-        for item in exc.errors()[:5]:
-            field, message = describe(item, model)
-            lines.append(f"{field}: {message}" if field else message)
-        raise error(f"{path}: " + "; ".join(lines)) from None

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import os
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import (
@@ -26,120 +25,27 @@ from treadwise.agent.policy import erase_on_request, for_customer
 from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
+from treadwise.agent.turn_events import (
+    Event,
+    StageFinished,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    ToolStep,
+    TurnFinished,
+    TurnResult,
+    record_tool_result,
+)
 from treadwise.conversation import current_turn
-from treadwise.errors import FriendlyError, InputRejected, ModelConfigError, classify, redact
+from treadwise.errors import InputRejected, ModelConfigError, classify, redact
 from treadwise.models import display_name, resolve_model
 from treadwise.models.tally import start_tally
 from treadwise.personas import DEFAULT_PERSONA, get_persona
-from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.settings import MAX_ITERATIONS, PROVIDER_VARIABLES, Settings
 
 log = logging.getLogger(__name__)
-PROVIDER_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "TREADWISE_GEMINI_BASE_URL",
-                "GOOGLE_API_KEY", "GEMINI_API_KEY")
-
-
-@dataclass
-class ToolStep:
-    id: str
-    name: str
-    args: dict[str, Any]
-    result: str | None = None
-    error: str | None = None
-    duration_s: float | None = None
-    artifacts: list[str] = field(default_factory=list)
-
-    def public(self) -> dict[str, Any]:
-        return {"name": self.name, "args": self.args, "result": self.result, "error": self.error}
-
-
-@dataclass
-class TurnResult:
-    answer: str
-    persona: str
-    model: str
-    temperature: float
-    thread_id: str
-    iterations: int = 0
-    llm_calls: int = 0
-    tool_calls: list[ToolStep] = field(default_factory=list)
-    artifacts: list[str] = field(default_factory=list)
-    latency_s: float = 0.0
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0,
-                                                          "output_tokens": 0})
-    stopped_by_cap: bool = False
-    error: FriendlyError | None = None
-    # A strategy's own record (stages, attempts, vote); None for the default, react.
-    strategy: dict[str, Any] | None = None
-    # The routing mode and the tool groups the turn started with (see agent/routing.py).
-    routing: dict[str, Any] | None = None
-    calls: CallStats = field(default_factory=CallStats)
-
-    def to_json(self) -> dict[str, Any]:
-        """The fields of the CLI contract, `routing`, `calls` (one record per model call), and
-        `strategy` when one other than react ran."""
-        data = asdict(self)
-        data["calls"] = data["calls"]["per_call"]
-        data["tool_calls"] = [step.public() for step in self.tool_calls]
-        data["error"] = self.error.to_dict() if self.error else None
-        if self.strategy is None:
-            del data["strategy"]
-        return data
-
-
-@dataclass
-class TextDelta:
-    text: str
-
-
-@dataclass
-class ToolStarted:
-    step: ToolStep
-
-
-@dataclass
-class ToolFinished:
-    step: ToolStep
-
-
-@dataclass
-class StageFinished:
-    """A strategy stage done (a plan, a thought, a check, an attempt): shown as a step."""
-
-    stage: dict[str, Any]
-
-
-@dataclass
-class TurnFinished:
-    result: TurnResult
-
-
-Event = TextDelta | ToolStarted | ToolFinished | StageFinished | TurnFinished
-
-
-def _artifacts(message: ToolMessage) -> list[str]:
-    artifact = message.artifact
-    if isinstance(artifact, str):
-        return [artifact]
-    if isinstance(artifact, list | tuple):
-        return [str(a) for a in artifact if isinstance(a, str)]
-    return []
-
-
-def _open_step(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
-    """The unfinished step this tool result answers (ids may repeat across iterations)."""
-    for step in steps:
-        if step.id == message.tool_call_id and step.result is None and step.error is None:
-            return step
-    step = ToolStep(message.tool_call_id, message.name or "?", {})
-    steps.append(step)
-    return step
-
-
-def record_tool_result(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
-    """Fill the step a tool message answers (its result or error, duration, artifacts)."""
-    step = _open_step(steps, message)
-    Agent._fill(step, message)
-    return step
+__all__ = ["Agent", "Event", "StageFinished", "TextDelta", "ToolFinished", "ToolStarted",
+           "ToolStep", "TurnFinished", "TurnResult", "record_tool_result"]
 
 
 class Agent:
@@ -157,9 +63,10 @@ class Agent:
         self.settings = settings or Settings.from_env()
         if tools is None:
             context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config,
-                                  database_url=self.settings.database_url)
+                                  database_url=self.settings.database_url,
+                                  environment=self.settings.environment)
             names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
-                + (("web",) if web_search_enabled() else ())
+                + (("web",) if web_search_enabled(self.settings.environment) else ())
             tools = get_tools(*names, context=context)
         self.tools = tools
         self.tool_groups = group_of(tool.name for tool in tools)
@@ -177,7 +84,8 @@ class Agent:
         if spec in self.injected_models:
             return self.injected_models[spec]
         # Endpoints and keys are part of the key so a changed environment gets a fresh client.
-        key = (spec, round(temperature, 3), seed, *(os.environ.get(v, "") for v in PROVIDER_ENV))
+        env = self.settings.environment
+        key = (spec, round(temperature, 3), seed, *(env.get(v, "") for v in PROVIDER_VARIABLES))
         if key not in self._models:
             self._models[key] = resolve_model(spec, temperature=temperature,
                                               settings=self.settings, seed=seed)
@@ -227,7 +135,7 @@ class Agent:
         try:
             self.check_input(message)
             mode = check_mode(routing or self.settings.routing)
-            context = TurnContext(persona=get_persona(persona),
+            context = TurnContext(persona=get_persona(persona, self.settings.personas_dir),
                                   model=self.model(model, temperature, seed), model_spec=model)
             graph, answer_nodes = self.graph_for(strategy), get_strategy(strategy).answer_nodes
         except ValueError as exc:
@@ -331,19 +239,7 @@ class Agent:
                     steps.append(step)
                     yield ToolStarted(step)
             elif isinstance(msg, ToolMessage):
-                step = _open_step(steps, msg)
-                self._fill(step, msg)
-                yield ToolFinished(step)
-
-    @staticmethod
-    def _fill(step: ToolStep, msg: ToolMessage) -> None:
-        text = redact(msg.text)
-        if msg.status == "error":
-            step.error = text
-        else:
-            step.result = text
-        step.duration_s = msg.response_metadata.get("duration_s")
-        step.artifacts = _artifacts(msg)
+                yield ToolFinished(record_tool_result(steps, msg))
 
     @staticmethod
     def _reported_usage(result: TurnResult, messages: list[Any], reply: AIMessage,
@@ -379,7 +275,7 @@ class Agent:
         if not steps:
             for m in turn:
                 if isinstance(m, ToolMessage):
-                    self._fill(_open_step(steps, m), m)
+                    record_tool_result(steps, m)
         result.tool_calls = steps
         result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
         if ai and result.error is None:

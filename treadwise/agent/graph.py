@@ -133,6 +133,11 @@ def accepts_stage(model: BaseChatModel) -> bool:
     return bool(getattr(model, "accepts_stage", False))
 
 
+def accepts_persona(model: BaseChatModel) -> bool:
+    """Models that word answers in a persona's voice themselves get it as a keyword."""
+    return bool(getattr(model, "accepts_persona", False))
+
+
 class _Binder:
     """Caches each model's tool bindings by the tools bound: with tools, and with tools
     disabled for the last call."""
@@ -250,6 +255,8 @@ class Parts:
         model = self.binder.bound(context.model, final, tools)
         if stage and accepts_stage(context.model):
             model = model.bind(stage=stage)
+        if accepts_persona(context.model):
+            model = model.bind(persona=context.persona)
         with recorded(stage or "reason", groups, len(tools)) as record:
             response = model.invoke(prompt)
             count_reply(record, prompt, response)

@@ -63,23 +63,22 @@ class Constraint:
     released: Callable[[str], bool] | None = None
 
 
-def _threads() -> int:
-    """Half the cores for prompt reading too (llama.cpp's default uses all of them for it): on a
-    busy 2-core machine two spinning threads made a 30-token reply 20 times slower than one."""
-    raw = os.environ.get("TREADWISE_LOCAL_THREADS", "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return max(1, (os.cpu_count() or 2) // 2)
+def _threads(configured: int) -> int:
+    """Settings.local_threads, else half the cores for prompt reading too (llama.cpp's default
+    uses all of them for it): on a busy 2-core machine two spinning threads made a 30-token
+    reply 20 times slower than one."""
+    return configured if configured > 0 else max(1, (os.cpu_count() or 2) // 2)
 
 
-def engine(path: str, n_ctx: int = DEFAULT_N_CTX) -> LlamaEngine:
-    """The process's engine for this file and context size, loaded on first use."""
+def engine(path: str, n_ctx: int = DEFAULT_N_CTX, threads: int = 0) -> LlamaEngine:
+    """The process's engine for this file and context size, loaded on first use (with
+    `threads` llama.cpp threads; 0: half the cores)."""
     key = (os.path.realpath(path), n_ctx)
     with _engines_lock:
         if key not in _engines:
             if not _engines:
                 atexit.register(_close_all)
-            _engines[key] = LlamaEngine(key[0], n_ctx)
+            _engines[key] = LlamaEngine(key[0], n_ctx, threads)
         return _engines[key]
 
 
@@ -101,13 +100,13 @@ class LlamaEngine:
     What a prompt shares with the previous one (the system block, earlier messages) stays
     evaluated, and a few system blocks are saved, so a call reads only what is new."""
 
-    def __init__(self, path: str, n_ctx: int):
+    def __init__(self, path: str, n_ctx: int, threads: int = 0):
         try:
             from llama_cpp import Llama
         except ImportError:
             raise ModelUnavailable(f"the local model needs llama-cpp-python: {INSTALL_HINT}") \
                 from None
-        threads = _threads()
+        threads = _threads(threads)
         try:
             self.llm = Llama(model_path=path, n_ctx=n_ctx, verbose=False, n_threads=threads,
                              n_threads_batch=threads)

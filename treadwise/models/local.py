@@ -170,4 +170,4 @@ def build(model: str, temperature: float, settings: Settings, env: Mapping[str, 
     return LocalChatModel(model_path=str(path), model_name=local.spec, temperature=temperature,
                           seed=seed, timeout_s=settings.timeout_s,
                           max_tokens=max_tokens_from(env), decoding=local.decoding,
-                          routing=local.routing)
+                          routing=local.routing, threads=settings.local_threads)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.chat_models import generate_from_stream
@@ -27,12 +27,15 @@ from treadwise.models.local_turn import (
 class LocalChatModel(BaseChatModel):
     """A GGUF model run in this process by llama.cpp; one engine per file, shared by every copy."""
 
+    # The graph binds the turn's persona as a keyword (see agent/graph.py).
+    accepts_persona: ClassVar[bool] = True
     model_path: str
     model_name: str = "local"
     temperature: float = 0.0
     seed: int | None = None
     max_tokens: int = 256
     n_ctx: int = DEFAULT_N_CTX
+    threads: int = 0  # llama.cpp threads (Settings.local_threads); 0: half the cores
     timeout_s: float = 60.0
     repeat_penalty: float = Sampling.repeat_penalty
     # How it decides (see local_turn): calls held to the tools' grammars or read from free
@@ -57,7 +60,7 @@ class LocalChatModel(BaseChatModel):
 
     def warm(self) -> None:
         """Load the weights now (the first call would otherwise do it)."""
-        engine(self.model_path, self.n_ctx)
+        engine(self.model_path, self.n_ctx, self.threads)
 
     def options(self, **overrides: Any) -> Options:
         fields = {"decoding": self.decoding, "routing": self.routing,
@@ -67,21 +70,19 @@ class LocalChatModel(BaseChatModel):
         return Options(**{**fields, **overrides})
 
     def turn(self, messages: Sequence[BaseMessage], tools: Sequence[dict] = (),
-             tool_choice: Any = None, **overrides: Any) -> LocalTurn:
-        """The steps one call takes (see local_turn); run() it to generate."""
-        from treadwise.models.offline import persona_in_run
-
-        persona = persona_in_run()
+             tool_choice: Any = None, persona: Any = None, **overrides: Any) -> LocalTurn:
+        """The steps one call takes (see local_turn); run() it to generate. `persona` (or its
+        key) is the turn's, which the graph binds: it frames answers in the persona's voice."""
         if isinstance(persona, str):
             persona = _persona(persona)
-        return LocalTurn(engine(self.model_path, self.n_ctx), self.options(**overrides),
-                         messages, tools, tool_choice, persona)
+        return LocalTurn(engine(self.model_path, self.n_ctx, self.threads),
+                         self.options(**overrides), messages, tools, tool_choice, persona)
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
         overrides = {"max_tokens": int(kwargs["max_tokens"])} if kwargs.get("max_tokens") else {}
         turn = self.turn(messages, kwargs.get("tools") or [], kwargs.get("tool_choice"),
-                         **overrides)
+                         kwargs.get("persona"), **overrides)
         pieces = turn.run()
         try:
             for piece in _until_stop(pieces, stop):

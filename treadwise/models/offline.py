@@ -8,6 +8,7 @@ import random
 import re
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -30,15 +31,32 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
-def persona_in_run() -> Persona | str | None:
-    """The persona of the LangGraph run this call belongs to (its TurnContext), if any."""
-    from langgraph.runtime import get_runtime
-
+def speaking_as(chosen: Persona | str | None) -> Persona:
+    """The persona a call names (the graph binds its turn's persona), else the default."""
+    if isinstance(chosen, Persona):
+        return chosen
     try:
-        runtime = get_runtime()
-    except (RuntimeError, KeyError):
-        return None  # called outside a graph run
-    return getattr(getattr(runtime, "context", None), "persona", None)
+        return get_persona(chosen or DEFAULT_PERSONA)
+    except ValueError:
+        return get_persona(DEFAULT_PERSONA)
+
+
+@dataclass(frozen=True)
+class _Speaker:
+    """The model as the strategy stages see it, speaking as one persona."""
+
+    model: OfflineModel
+    persona: Persona
+
+    def respond_turn(self, messages: list[BaseMessage], tools: list[dict],
+                     tool_choice: str | None) -> AIMessage:
+        return self.model.respond_turn(messages, tools, tool_choice, self.persona)
+
+    def message(self, messages: list[BaseMessage], text: str, calls: list[Call]) -> AIMessage:
+        return self.model.message(messages, text, calls)
+
+    def voice(self, human: str, position: int) -> Voice:
+        return self.model.voice(human, position, self.persona)
 
 
 class OfflineModel(BaseChatModel):
@@ -51,8 +69,10 @@ class OfflineModel(BaseChatModel):
     temperature: float = 0.0
     seed: int | None = None
     model_name: str = "offline"
-    # Strategy stages (plan, validate, write, ...) reach it as a `stage` keyword.
+    # Strategy stages (plan, validate, write, ...) reach it as a `stage` keyword, and the
+    # turn's persona as a `persona` keyword: nothing is read from the run behind its back.
     accepts_stage: ClassVar[bool] = True
+    accepts_persona: ClassVar[bool] = True
 
     @property
     def _llm_type(self) -> str:
@@ -94,24 +114,15 @@ class OfflineModel(BaseChatModel):
                 run_manager.on_llm_new_token(word, chunk=ChatGenerationChunk(message=chunk))
             yield ChatGenerationChunk(message=chunk)
 
-    def persona(self, chosen: Persona | str | None = None) -> Persona:
-        """The persona to speak as: given (model.bind(persona=...)), the run's, else default."""
-        chosen = chosen or persona_in_run()
-        if isinstance(chosen, Persona):
-            return chosen
-        try:
-            return get_persona(chosen or DEFAULT_PERSONA)
-        except ValueError:
-            return get_persona(DEFAULT_PERSONA)
-
     def _reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
         tools, choice = kwargs.get("tools") or [], kwargs.get("tool_choice")
+        persona = speaking_as(kwargs.get("persona"))
         if stage := kwargs.get("stage"):
             # The one hook for reasoning strategies: their stage prompts are answered there.
             from treadwise.rules.stages import respond
 
-            return respond(self, stage, messages, tools, choice)
-        return self.respond_turn(messages, tools, choice, self.persona(kwargs.get("persona")))
+            return respond(_Speaker(self, persona), stage, messages, tools, choice)
+        return self.respond_turn(messages, tools, choice, persona)
 
     def respond_turn(self, messages: list[BaseMessage], tools: list[dict], tool_choice: str | None,
                  persona: Persona | None = None) -> AIMessage:
@@ -136,7 +147,7 @@ class OfflineModel(BaseChatModel):
 
     def voice(self, human: str, position: int, persona: Persona | None = None) -> Voice:
         """The persona's voice for this reply, seeded by the message and the step."""
-        return Voice(persona or self.persona(), self._rng(human, position), self.temperature)
+        return Voice(persona or speaking_as(None), self._rng(human, position), self.temperature)
 
     def _rng(self, human: str, position: int) -> random.Random:
         if self.seed is None:

@@ -6,15 +6,13 @@ Built-in providers are "module:function" strings, the same form an entry point o
 
 from __future__ import annotations
 
-import importlib
-import os
 import re
 from collections.abc import Callable, Mapping
-from importlib.metadata import entry_points
 from typing import Any
 
 from treadwise.errors import ModelConfigError, redact
-from treadwise.settings import Settings
+from treadwise.plugins import Registry
+from treadwise.settings import Settings, process_environment
 
 OFFLINE_LABEL = "offline (rule-based, not an LLM)"
 MAX_SPEC_CHARS = 200
@@ -24,14 +22,15 @@ SHOWN_SPEC_CHARS = 60
 _SPEC_CHARS = re.compile(r"[\w .:/@+~=?&-]+")
 ENTRY_POINT_GROUP = "treadwise.models"
 Provider = Callable[[str, float, Settings, Mapping[str, str], int | None], Any]
-# Providers registered at run time (embedding apps, tests); they win over everything else.
-PROVIDERS: dict[str, Provider] = {}
 BUILTIN_PROVIDERS: dict[str, str] = {
     "offline": "treadwise.models.offline:build",
     "openai": "treadwise.models.openai:build",
     "google_genai": "treadwise.models.gemini:build",
     "local": "treadwise.models.local:build",
 }
+MODELS: Registry[Provider] = Registry(ENTRY_POINT_GROUP, BUILTIN_PROVIDERS)
+# Providers registered at run time (embedding apps, tests); they win over everything else.
+PROVIDERS: dict[str, Provider] = MODELS.entries
 
 # Models offered in pickers when the provider's key is set; any other name works as a spec too.
 SUGGESTED_MODELS: dict[str, tuple[str, ...]] = {
@@ -55,24 +54,14 @@ PACKAGES: dict[str, str] = {
 def provider(name: str) -> Callable[[Provider], Provider]:
     """Register a provider function under a spec prefix."""
     def register(fn: Provider) -> Provider:
-        PROVIDERS[name] = fn
-        return fn
+        return MODELS.add(name, fn)
 
     return register
 
 
 def find_provider(name: str) -> Provider | None:
     """The provider registered for a spec prefix: run-time, built-in, then entry points."""
-    if name in PROVIDERS:
-        return PROVIDERS[name]
-    target = BUILTIN_PROVIDERS.get(name)
-    if target is None:
-        target = next((ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)
-                       if ep.name == name), None)
-    if target is None:
-        return None
-    module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    return MODELS.get(name)
 
 
 def check_spec(spec: str) -> str:
@@ -231,7 +220,7 @@ def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | N
                   env: Mapping[str, str] | None = None, seed: int | None = None) -> Any:
     """Build the chat model a spec names, or raise ModelConfigError with one clear line."""
     settings = settings or Settings.from_env()
-    env = os.environ if env is None else env
+    env = settings.environment if env is None else env
     if not 0.0 <= temperature <= 2.0:
         raise ModelConfigError(f"temperature must be between 0 and 2, got {temperature}")
     provider_name, model = parse_spec(spec)
@@ -243,8 +232,7 @@ def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | N
 
 def default_spec(env: Mapping[str, str] | None = None) -> str:
     """The offline model unless TREADWISE_MODEL names another; never a surprise paid call."""
-    env = os.environ if env is None else env
-    return env.get("TREADWISE_MODEL", "").strip() or "offline"
+    return Settings.from_env(env).model
 
 
 def available_specs(env: Mapping[str, str] | None = None) -> list[str]:
@@ -252,7 +240,7 @@ def available_specs(env: Mapping[str, str] | None = None) -> list[str]:
     provider whose key is set."""
     from treadwise.models.local import bundled_specs
 
-    env = os.environ if env is None else env
+    env = process_environment() if env is None else env
     specs = ["offline", *bundled_specs()]
     for provider_name, names in KEY_VARIABLES.items():
         if any(env.get(n, "").strip() for n in names):

@@ -24,6 +24,7 @@ from treadwise.safemath.math_errors import (
     MathWorkerError,
 )
 from treadwise.safemath.worker import PID, TEMPLATE_CODE, TEMPLATE_ENV, Limits
+from treadwise.settings import child_environment
 
 DEFAULT_TIMEOUT_S = 5.0
 TIMEOUT_ENV = "TREADWISE_MATH_TIMEOUT_S"
@@ -40,17 +41,10 @@ class _WorkerSilent(Exception):
 
 
 def timeout_from_env(env: Mapping[str, str] | None = None) -> float:
-    """The job timeout in seconds from TREADWISE_MATH_TIMEOUT_S (default 5)."""
-    raw = (os.environ if env is None else env).get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
-    if not 0 < value <= 600:
-        raise ValueError(f"{TIMEOUT_ENV} must be between 0 and 600 seconds, got {raw!r}")
-    return value
+    """The job timeout in seconds from TREADWISE_MATH_TIMEOUT_S (default 5), read by Settings."""
+    from treadwise.settings import Settings
+
+    return Settings.from_env(env).math_timeout_s
 
 
 class _Template:
@@ -62,7 +56,7 @@ class _Template:
         self.process = subprocess.Popen(
             [sys.executable, "-c", TEMPLATE_CODE, json.dumps(options)],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            env={**os.environ, **TEMPLATE_ENV},
+            env=child_environment(**TEMPLATE_ENV),
         )
         theirs.close()
         self.control = ours

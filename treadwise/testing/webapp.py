@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from treadwise.settings import Settings
+from treadwise.settings import Settings, child_environment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def use_scripted(monkeypatch: pytest.MonkeyPatch, **models: Any) -> None:
 def serve_in_process(settings: Settings | None = None, agent: Any = None,
                      results_dir: Path | None = None, **launch: Any) -> Iterator[str]:
     """The real app with its launch options, on a free port; yields its base URL."""
-    from treadwise.web.app import create_app, start
+    from treadwise.web.gradio_app import create_app, start
 
     settings = dataclasses.replace(settings or Settings.from_env(), port=free_port())
     demo = create_app(settings, agent, results_dir=results_dir)
@@ -66,11 +66,9 @@ def serve_subprocess(data_dir: Path, cwd: Path = REPO, env: dict[str, str] | Non
                      timeout_s: float = 120) -> Iterator[RunningApp]:
     """`python app.py` as a user starts it, once it answers 200; its output goes to a log file
     beside the data dir (a pipe nobody reads could fill and stall the app)."""
-    import os
-
     port = free_port()
-    environment = {**os.environ, "TREADWISE_PORT": str(port),
-                   "TREADWISE_DATA_DIR": str(data_dir), **(env or {})}
+    environment = child_environment(**{"TREADWISE_PORT": str(port),
+                                       "TREADWISE_DATA_DIR": str(data_dir), **(env or {})})
     log = data_dir.parent / f"app-{port}.log"
     with open(log, "w") as output:
         process = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=cwd,

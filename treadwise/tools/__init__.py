@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from treadwise.plugins import Registry
+from treadwise.settings import process_environment
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -32,6 +33,7 @@ BUILTIN_TOOLSETS: dict[str, str] = {
 }
 
 Toolset = Callable[["ToolContext"], list["BaseTool"]]
+TOOLSETS: Registry[Toolset] = Registry(ENTRY_POINT_GROUP, BUILTIN_TOOLSETS)
 
 
 @dataclass
@@ -51,6 +53,8 @@ class ToolContext:
     # A MathEngine of the caller's (tests, benchmarks); None means the process-wide one.
     math_engine: MathEngine | None = None
     database_url: str | None = field(default=None, repr=False)
+    # Keys and endpoints of tools (TAVILY_API_KEY, ...), as Settings.environment holds them.
+    environment: Mapping[str, str] = field(default_factory=process_environment, repr=False)
     case_dir: ContextVar[Path | None] | None = None
 
     @property
@@ -88,15 +92,9 @@ class ToolContext:
         return path
 
 
-def _load(target: str) -> Toolset:
-    module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
-
-
 def available_toolsets() -> dict[str, str]:
-    """Toolset name -> "module:attribute", plugins first so built-ins win on a clash."""
-    found = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return {**found, **BUILTIN_TOOLSETS}
+    """Toolset name -> "module:attribute"; built-ins win over a plugin of the same name."""
+    return TOOLSETS.targets()
 
 
 def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTool]:
@@ -106,12 +104,14 @@ def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTo
 
         settings = Settings.from_env()
         context = ToolContext(data_dir=settings.data_dir, mcp_config=settings.mcp_config,
-                              database_url=settings.database_url)
+                              database_url=settings.database_url,
+                              environment=settings.environment)
     names = toolsets or DEFAULT_TOOLSETS
-    known = available_toolsets()
     tools: list[BaseTool] = []
     for name in names:
-        if name not in known:
-            raise ValueError(f"unknown toolset {name!r}; known: {', '.join(sorted(known))}")
-        tools.extend(_load(known[name])(context))
+        toolset = TOOLSETS.get(name)
+        if toolset is None:
+            known = ", ".join(sorted(TOOLSETS.names()))
+            raise ValueError(f"unknown toolset {name!r}; known: {known}")
+        tools.extend(toolset(context))
     return tools

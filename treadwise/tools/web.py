@@ -6,13 +6,13 @@ lead policy still refuses any contact address the user did not type.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from treadwise.errors import redact
+from treadwise.settings import process_environment
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -34,7 +34,7 @@ _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="treadwise-web")
 
 
 def web_search_enabled(env: Mapping[str, str] | None = None) -> bool:
-    return bool((os.environ if env is None else env).get(KEY_VARIABLE, "").strip())
+    return bool((process_environment() if env is None else env).get(KEY_VARIABLE, "").strip())
 
 
 def status_note(env: Mapping[str, str] | None = None) -> str:
@@ -55,7 +55,7 @@ def web_tools(context: ToolContext, env: Mapping[str, str] | None = None) -> lis
     """`web_search`, when TAVILY_API_KEY is set; no tools otherwise."""
     from langchain_core.tools import StructuredTool
 
-    env = os.environ if env is None else env
+    env = context.environment if env is None else env
     if not web_search_enabled(env):
         return []
     try:

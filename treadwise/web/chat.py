@@ -18,8 +18,8 @@ from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
 from treadwise.tools.web import status_note as web_status_note
 from treadwise.web.access import Access, accept_any
-from treadwise.web.browser import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.chat_export import export_files
+from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.files import publish_png
 from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.resume import ThreadLinks
@@ -82,7 +82,7 @@ class ChatTab:
         self.runner = TurnRunner(agent)
         self.settings = settings
         self.access = access or Access(settings)
-        self.personas = load_personas()
+        self.personas = load_personas(settings.personas_dir)
         self.strategies = strategy_names()  # read once: it scans the installed entry points
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
@@ -153,7 +153,7 @@ class ChatTab:
                     info="How the assistant thinks: react (the default reason/tools loop) or "
                          "another strategy, each with its own budget of model calls; every "
                          "stage shows as a step."))
-                gr.Markdown(web_status_note(), elem_classes="tw-note")
+                gr.Markdown(web_status_note(self.settings.environment), elem_classes="tw-note")
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 

@@ -6,20 +6,33 @@ same to colour-blind readers; a chart with nothing to show still renders, with a
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from treadwise.plugins import Registry
+
 DPI = 110
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
              "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HEATMAP = "cividis"
-MODULES = ("experiments.analyse.charts.outcomes", "experiments.analyse.charts.costs",
-           "experiments.analyse.charts.style")
+ENTRY_POINT_GROUP = "treadwise.charts"
+# Chart file name -> "module:function"; the modules register their charts on import.
+BUILTIN_CHARTS: dict[str, str] = {
+    "success_heatmap.png": "experiments.analyse.charts.outcomes:success_heatmap",
+    "config_scenario.png": "experiments.analyse.charts.outcomes:config_scenario",
+    "temperature_curves.png": "experiments.analyse.charts.outcomes:temperature_curves",
+    "scenario_success.png": "experiments.analyse.charts.outcomes:scenario_success",
+    "latency_per_call.png": "experiments.analyse.charts.costs:latency_per_call",
+    "cost_vs_success.png": "experiments.analyse.charts.costs:cost_vs_success",
+    "tool_use.png": "experiments.analyse.charts.costs:tool_use",
+    "model_calls.png": "experiments.analyse.charts.costs:model_calls",
+    "errors.png": "experiments.analyse.charts.costs:errors",
+    "persona_style.png": "experiments.analyse.charts.style:persona_style_chart",
+}
 
 
 @dataclass(frozen=True)
@@ -38,13 +51,13 @@ class ChartFile:
     error: str | None = None
 
 
-CHARTS: list[Chart] = []
+CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP, BUILTIN_CHARTS)
 
 
 def chart(name: str, title: str, caption: str) -> Callable[[Callable[..., Any]], Any]:
     """Register a chart: draw(df, summary, plt, sns) returns a matplotlib figure."""
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        CHARTS.append(Chart(name, title, caption, fn))
+        CHARTS.add(name, Chart(name, title, caption, fn))
         return fn
 
     return register
@@ -93,10 +106,8 @@ def rate_axis(methods: Any) -> str:
 
 
 def registered() -> list[Chart]:
-    """Every chart, its modules imported (they register on import)."""
-    for module in MODULES:
-        importlib.import_module(module)
-    return list(CHARTS)
+    """Every chart, built-in and plugged in, its module imported (charts register on import)."""
+    return [item for item in CHARTS.load_all().values() if isinstance(item, Chart)]
 
 
 def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:

@@ -7,11 +7,11 @@ carries, so outside strategies register exactly like ours.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any
+
+from treadwise.plugins import Registry
 
 ENTRY_POINT_GROUP = "treadwise.strategies"
 DEFAULT_STRATEGY = "react"
@@ -57,39 +57,38 @@ def recursion_limit(budget: int) -> int:
     return 3 * budget + 10
 
 
-STRATEGIES: dict[str, Strategy] = {}
+REGISTRY: Registry[Strategy] = Registry(ENTRY_POINT_GROUP, BUILTIN_STRATEGIES)
+STRATEGIES: dict[str, Strategy] = REGISTRY.entries
 
 
 def strategy(name: str, *, budget: int, description: str, answer_nodes: Sequence[str] = ("write",),
              budget_setting: str | None = None) -> Callable[[Callable], Callable]:
     """Register a graph builder as a strategy."""
     def register(build: Callable[[Kit], Any]) -> Callable[[Kit], Any]:
-        STRATEGIES[name] = Strategy(name, build, budget, description, frozenset(answer_nodes),
-                                    budget_setting)
+        REGISTRY.add(name, Strategy(name, build, budget, description, frozenset(answer_nodes),
+                                    budget_setting))
         return build
 
     return register
 
 
 def available_strategies() -> dict[str, str]:
-    """Strategy name -> "module:function", plugins first so built-ins win on a clash."""
-    found = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return {**found, **BUILTIN_STRATEGIES}
+    """Strategy name -> "module:function"; built-ins win over a plugin of the same name."""
+    return REGISTRY.targets()
 
 
 def strategy_names() -> list[str]:
-    return list(available_strategies())
+    return REGISTRY.names()
 
 
 def get_strategy(name: str) -> Strategy:
     """The strategy registered under `name`; importing its module registers it."""
     name = (name or DEFAULT_STRATEGY).strip()
-    if name not in STRATEGIES:
-        target = BUILTIN_STRATEGIES.get(name) or available_strategies().get(name)
-        if target is None:
-            raise ValueError(f"unknown strategy {name!r}; choose one of "
-                             f"{', '.join(strategy_names())}")
-        importlib.import_module(target.partition(":")[0])
-        if name not in STRATEGIES:
-            raise ValueError(f"{target} did not register a strategy named {name!r}")
-    return STRATEGIES[name]
+    found = REGISTRY.get(name)
+    if found is None:
+        raise ValueError(f"unknown strategy {name!r}; choose one of "
+                         f"{', '.join(strategy_names())}")
+    if not isinstance(found, Strategy):
+        raise ValueError(f"{REGISTRY.targets()[name]} did not register a strategy named "
+                         f"{name!r}")
+    return found
