@@ -24,7 +24,7 @@ from treadwise.web.resume import SECRET_FILE, ThreadLinks
 
 WAIT_S = 90
 SLOW_DOWN = "Please slow down"
-MARKER = "MARKER-5e1f card 4111 1111 1111 1111"  # what a scenario's customer typed
+MARKER = "MARKER-5e1f fleet of twelve vans"  # what a customer typed (runs redact secrets)
 
 
 def public(data_dir: Path, **env: str) -> Settings:
