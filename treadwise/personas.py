@@ -73,6 +73,19 @@ def load_personas() -> dict[str, Persona]:
     return _load_all(tuple(persona_dirs()))
 
 
+def persona_path(key: str) -> Path:
+    """The file a persona was read from (the last directory defining the key wins, as in
+    load_personas)."""
+    found = None
+    for directory in persona_dirs():
+        for path in sorted(directory.glob("*.yaml")):
+            if _read(path).key == key:
+                found = path
+    if found is None:
+        raise ValueError(f"unknown persona {key!r}; choose one of: {', '.join(load_personas())}")
+    return found
+
+
 def get_persona(key: str) -> Persona:
     personas = load_personas()
     try:
