@@ -51,10 +51,14 @@ class Scenario:
         return sorted(dict.fromkeys(wanted), key=lambda item: item[0])
 
     @property
-    def expected_first_tool(self) -> str | None:
-        """The tool a capable model calls first: given, else the earliest one the checks want
-        run; None when the scenario wants no particular tool."""
-        return self.first_tool or next((name for _, name in self.expected_tools()), None)
+    def expected_first_tool(self) -> tuple[int, str] | None:
+        """(turn, tool): the tool a capable model calls first in that turn (the earliest turn
+        whose checks want a tool run; `first_tool` names it when given); None when the
+        scenario wants no particular tool."""
+        wanted = self.expected_tools()
+        if self.first_tool:
+            return (wanted[0][0] if wanted else 1), self.first_tool
+        return wanted[0] if wanted else None
 
 
 def load_scenarios(path: Path = DEFAULT_SCENARIOS) -> list[Scenario]:

@@ -34,29 +34,34 @@ def aspects(checks: list[CheckResult], errored: bool) -> dict[str, Any]:
     }
 
 
-def _attempts(history: list[Any]) -> list[tuple[str, bool]]:
-    """(tool name, arguments parsed) of every tool call the model made, in order."""
-    from langchain_core.messages import AIMessage
+def _attempts(history: list[Any]) -> list[list[tuple[str, bool]]]:
+    """Per user turn, (tool name, arguments parsed) of every tool call the model made."""
+    from langchain_core.messages import AIMessage, HumanMessage
 
-    found: list[tuple[str, bool]] = []
+    turns: list[list[tuple[str, bool]]] = []
     for message in history:
-        if isinstance(message, AIMessage):
-            found += [(c.get("name") or "", True) for c in message.tool_calls]
-            found += [(c.get("name") or "", False) for c in message.invalid_tool_calls]
-    return found
+        if isinstance(message, HumanMessage):
+            turns.append([])
+        elif turns and isinstance(message, AIMessage):
+            turns[-1] += [(c.get("name") or "", True) for c in message.tool_calls]
+            turns[-1] += [(c.get("name") or "", False) for c in message.invalid_tool_calls]
+    return turns
 
 
 def tool_measures(scenario: Scenario, turns: list[Any], history: list[Any],
                   checks: list[CheckResult], known_tools: Iterable[str]) -> dict[str, Any]:
     """How the case's tool calls went: attempted, parsed, naming a real tool; whether the first
-    was the one the scenario needs, its argument checks passed, and the share of the tools it
-    expects that ran without an error (credit for the steps of a chain done so far)."""
-    attempts = _attempts(history)
+    call of the turn that needs a tool was the one the scenario needs, its argument checks
+    passed, and the share of the tools it expects that ran without an error (credit for the
+    steps of a chain done so far)."""
+    per_turn = _attempts(history)
+    attempts = [a for turn in per_turn for a in turn]
     known = set(known_tools)
     expected_first = scenario.expected_first_tool
-    first = attempts[0][0] if attempts else ""
-    by_id = {check_id: spec for check_id, spec in zip(scenario.check_ids[1:], scenario.checks,
-                                                      strict=True)}
+    judged = per_turn[expected_first[0] - 1] if expected_first and \
+        expected_first[0] <= len(per_turn) else ([] if expected_first else attempts)
+    first = judged[0][0] if judged else ""
+    by_id = dict(zip(scenario.check_ids[1:], scenario.checks, strict=True))
     arg_checks = [c for c in checks if by_id.get(c.id, {}).get("kind") == "tool_args"]
     expected = {name for _, name in scenario.expected_tools()}
     ran = {s.name for t in turns for s in t.tool_calls if s.error is None}
@@ -65,7 +70,7 @@ def tool_measures(scenario: Scenario, turns: list[Any], history: list[Any],
         "tools_parsed": sum(parsed for _, parsed in attempts),
         "tools_known": sum(name in known for name, _ in attempts),
         "first_tool": first,
-        "first_tool_right": None if expected_first is None else first == expected_first,
+        "first_tool_right": None if expected_first is None else first == expected_first[1],
         "args_right": all(c.passed for c in arg_checks) if arg_checks else None,
         "steps_credited": round(len(expected & ran) / len(expected), 4) if expected else None,
     }

@@ -11,6 +11,7 @@ from typing import Any
 
 from experiments.define import provenance
 from experiments.define.grid import Grid
+from experiments.define.prices import DEFAULT_PRICES
 
 PERSONAS_COPY = "personas"  # the persona files (voice, rubric) a run was made with
 
@@ -23,9 +24,8 @@ def sources(grid: Grid) -> dict[str, Any]:
     """Where the run's cases come from: the code (commit, uncommitted changes), package
     versions, each persona's prompt hash (part of its configuration key), the hashes of the
     grid, scenario and price files, and the weights of every local model."""
-    files = {"grid": grid.path, "scenarios": grid.scenarios_file}
-    if grid.prices_file is not None:
-        files["prices"] = grid.prices_file
+    files = {"grid": grid.path, "scenarios": grid.scenarios_file,
+             "prices": grid.prices_file or DEFAULT_PRICES}
     return {
         "git_dirty": provenance.git_dirty(),
         "packages": provenance.package_versions(),
