@@ -114,6 +114,23 @@ def m003_shared_sweeps(conn: Any) -> None:
         )""")
 
 
+@migration
+def m004_consent(conn: Any) -> None:
+    # Which conversations (hashed thread ids) gave each lead and question, so a visitor who
+    # withdraws consent has theirs deleted; created_at indexed for the retention purge.
+    conn.execute("""
+        CREATE TABLE lead_requests (
+            lead_id BIGINT NOT NULL REFERENCES leads ON DELETE CASCADE,
+            thread_key TEXT NOT NULL,
+            PRIMARY KEY (lead_id, thread_key)
+        )""")
+    conn.execute("CREATE INDEX lead_requests_thread ON lead_requests (thread_key)")
+    conn.execute("ALTER TABLE feedback ADD COLUMN thread_key TEXT")
+    conn.execute("CREATE INDEX feedback_thread ON feedback (thread_key)")
+    conn.execute("CREATE INDEX leads_created ON leads (created_at)")
+    conn.execute("CREATE INDEX feedback_created ON feedback (created_at)")
+
+
 @contextmanager
 def advisory_lock(conn: Any, key: int, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Hold a session advisory lock on an autocommit connection.
