@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from experiments.analyse import records_report
 from experiments.analyse.stats import BOOTSTRAP, SEED
 from experiments.analyse.tables import (
     ReportError,
@@ -300,12 +301,13 @@ def write_report(run: RunStore | Path, *, charts: bool = True) -> Path:
              "left out and counted beside. Intervals are 95% cluster-bootstrap intervals that "
              f"resample scenarios, not cases ({BOOTSTRAP} resamples, seed {SEED}).", "",
              "## Summary", "",
-             *_summary_lines(df, summary, effects, pairs, style, scenarios, checks)]
+             *_summary_lines(df, summary, effects, pairs, style, scenarios, checks),
+             *records_report.judge_lines(df, meta), *records_report.retried_lines(meta)]
     if notes := _notes(run_dir, df, meta):
         parts += ["", "## Notes", "", *(f"- {n}" for n in notes)]
     for section in (_configurations(summary), _effects(effects),
                     _strategies(strategy_comparison(df)), _pairwise(pairs), _style(style),
-                    _failures(scenarios, checks)):
+                    _failures(scenarios, checks), records_report.write_tables(df, run_dir)):
         if section:
             parts += ["", *section]
     parts += ["", "## Charts", ""] + ([] if charts else ["(Not drawn this time.)"])

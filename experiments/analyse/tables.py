@@ -21,9 +21,12 @@ from experiments.analyse.stats import (
 )
 from experiments.store import NoResults, RunStore, open_run
 
-CELL = ["persona", "model_spec", "temperature", "variation", "strategy"]
+CELL = ["persona", "model_spec", "temperature", "variation", "strategy", "routing"]
 FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
                   "variation": "variation", "strategy": "strategy"}
+# Factors a grid may add (agent routing, a local model's decoding and routing): shown only
+# when the run crosses them.
+MORE_FACTORS = {"routing": "routing", "decoding": "decoding", "model routing": "model_routing"}
 STYLE = {"response_words": "words", "hedges": "hedging words", "questions": "questions asked",
          "numbers": "numbers given", "units": "numbers with units"}
 
@@ -62,7 +65,8 @@ def with_measures(df: Any) -> Any:
 def cell_name(row: Any) -> str:
     name = (f"{row['persona']} / {model_label(row['model_spec'])} / T={row['temperature']:g} / "
             f"{row['variation']}")
-    return name if row.get("strategy", "react") == "react" else f"{name} / {row['strategy']}"
+    name = name if row.get("strategy", "react") == "react" else f"{name} / {row['strategy']}"
+    return f"{name} / routing {row['routing']}" if row.get("routing") else name
 
 
 def rate(group: Any) -> dict[str, Any]:
@@ -121,7 +125,8 @@ def factor_effects(df: Any) -> Any:
     import pandas as pd
 
     rows = []
-    for factor, column in FACTOR_COLUMNS.items():
+    crossed = {f: c for f, c in MORE_FACTORS.items() if c in df and df[c].nunique() > 1}
+    for factor, column in {**FACTOR_COLUMNS, **crossed}.items():
         levels = [(level, rate(g)) for level, g in df.groupby(column, sort=True)]
         best = max((r["success_rate"] for _, r in levels if not math.isnan(r["success_rate"])),
                    default=math.nan)

@@ -94,6 +94,14 @@ class GridFile(Strict):
     _unique = field_validator("personas", "models", "temperatures", "strategies", "routings",
                               "decodings", "model_routings")(_unique)
 
+    @field_validator("routings", mode="before")
+    @classmethod
+    def _yaml_on_off(cls, value: Any) -> Any:
+        # YAML reads a bare on / off as true / false; a grid author means the routing mode.
+        listed = _listed(value) if not isinstance(value, bool) else [value]
+        return [{True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
+                for v in listed or []]
+
     @field_validator("scenarios", mode="before")
     @classmethod
     def _file_alone(cls, value: Any) -> Any:
