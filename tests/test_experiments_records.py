@@ -6,9 +6,12 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
+
 from experiments.analyse.report import write_report
 from experiments.define.grid import load_grid
 from experiments.define.scenarios import DEFAULT_SCENARIOS
+from experiments.run.runner import SweepError
 from experiments.store.results_file import RESULTS_FILE, read_rows
 from tests.test_experiments_runner import HOURS, openai_env, sweep, write_grid
 from treadwise.testing.loopback import OpenAIServer, Reply
@@ -165,3 +168,54 @@ def test_a_failing_judge_is_a_judge_error_counted_shown_and_judged_again(tmp_pat
     text = write_report(run_dir, charts=False).read_text()
     assert "1 cases scored, 0 judge errors" in text and "judge calls not cached" in text
     assert "re-ran 1 judge errors" in text
+
+
+def test_resume_after_editing_a_persona_prompt_refuses_and_a_new_run_has_new_keys(
+        tmp_path, monkeypatch):
+    from treadwise.personas import PACKAGED_DIR, _load_all
+
+    own = tmp_path / "personas"
+    own.mkdir()
+    text = (PACKAGED_DIR / "friendly.yaml").read_text().replace("key: friendly", "key: tester")
+    (own / "tester.yaml").write_text(text)
+    monkeypatch.setenv("TREADWISE_PERSONAS_DIR", str(own))
+    _load_all.cache_clear()
+    try:
+        run_dir, _ = sweep(write_grid(tmp_path, [HOURS], personas=["tester"]), tmp_path / "out")
+        _, lines = sweep(None, tmp_path / "out", resume=run_dir)
+        assert any("to run now: 0" in line for line in lines)
+        (own / "tester.yaml").write_text(text.replace("warm, upbeat", "cool, brisk"))
+        _load_all.cache_clear()
+        with pytest.raises(SweepError, match="the prompt of persona.s. tester changed"):
+            sweep(None, tmp_path / "out", resume=run_dir)
+        fresh, _ = sweep(write_grid(tmp_path, [HOURS], personas=["tester"]), tmp_path / "out")
+    finally:
+        _load_all.cache_clear()
+    (first,), (second,) = read_rows(run_dir / RESULTS_FILE), read_rows(fresh / RESULTS_FILE)
+    assert first["prompt_hash"] != second["prompt_hash"]
+    assert first["case_key"] != second["case_key"]
+
+
+def test_an_unreadable_provider_reply_is_a_provider_error_with_an_excerpt(tmp_path, monkeypatch):
+    page = b"<html><body>502 Bad Gateway from the upstream proxy</body></html>"
+    with OpenAIServer(lambda request: Reply(body=page)) as server:
+        openai_env(monkeypatch, server)
+        grid = write_grid(tmp_path, [HOURS], models=["openai:garbled"], max_retries=0)
+        run_dir, _ = sweep(grid, tmp_path / "out")
+    (row,) = read_rows(run_dir / RESULTS_FILE)
+    assert (row["status"], row["error_type"]) == ("error", "provider_error")
+    assert "not valid JSON" in row["error_message"] and "Bad Gateway" in row["error_message"]
+
+
+def test_a_transcript_without_its_row_is_cut_and_readers_take_the_latest(tmp_path):
+    from collections import Counter
+
+    from experiments.store import transcripts_file as kept
+
+    path = tmp_path / kept.TRANSCRIPTS_FILE
+    lines = [{"case_key": "a", "n": 1}, {"case_key": "b", "n": 1}, {"case_key": "a", "n": 2},
+             {"case_key": "c", "n": 1}]  # c's row was never written: a kill between the two
+    path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
+    assert kept.drop_unkept(path, Counter({"a": 2, "b": 1})) == 1
+    latest = [(t["case_key"], t["n"]) for t in kept.read_transcripts(tmp_path)]
+    assert latest == [("b", 1), ("a", 2)]

@@ -31,7 +31,6 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-@lru_cache(maxsize=64)
 def persona_prompt_hash(key: str) -> str:
     """A short hash of everything a persona puts before a model and a judge: its file's fields
     (voice, rubric), the system prompt built from it and the business profile the tools read.
