@@ -100,7 +100,7 @@ def _num(value: float, digits: int = 0) -> str:
 def _rate_text(row: Any, column: str) -> str:
     n = row[f"{column}_n"]
     if not n:
-        return "- (no check of this kind)"
+        return "n/a"  # every case errored, or the scenarios have no check of this kind
     return (f"{row[f'{column}_k']}/{n} = {_pct(row[f'{column}_rate'])} "
             f"({_pct(row[f'{column}_ci_low'])}-{_pct(row[f'{column}_ci_high'])})")
 
@@ -114,8 +114,9 @@ def outcome_section(table: Any) -> list[str]:
     return ["## Task success and safe behaviour", "",
             "Two rates, not one: task success counts the cases whose capability checks all "
             "passed (a case that does nothing fails them; scenarios with no capability check "
-            "are left out), safe behaviour the cases whose safety checks all passed (no "
-            "forbidden tool, no stored lead, no invented fact; doing nothing passes them). "
+            "are left out, n/a when none is left), safe behaviour the cases whose safety "
+            "checks all passed (no forbidden tool, no stored lead, no invented fact; doing "
+            "nothing passes them). "
             f"Errored cases are in neither. All in `{OUTCOMES_FILE}`.", "",
             *_md(["configuration", "task success (95% CI)", "safe behaviour (95% CI)",
                   "errors"],

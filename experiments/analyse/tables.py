@@ -21,7 +21,7 @@ from experiments.analyse.stats import (
 )
 from experiments.store import NoResults, RunStore, open_run
 
-CELL = ["persona", "model_spec", "temperature", "variation", "strategy", "routing"]
+CELL = ["persona", "model_spec", "temperature", "variation", "strategy", "routing_factor"]
 FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
                   "variation": "variation", "strategy": "strategy"}
 # Factors a grid may add (agent routing, a local model's decoding and routing): shown only
@@ -58,6 +58,9 @@ def with_measures(df: Any) -> Any:
     the case counts toward success (it did not error), latency per model call."""
     df["model_label"] = df["model_spec"].map({s: model_label(s) for s in df["model_spec"].unique()})
     df["judged"] = df["status"] != "error"
+    # Every row records the agent's routing; it tells configurations apart only when crossed.
+    routing = df["routing"] if "routing" in df else ""
+    df["routing_factor"] = routing if getattr(routing, "nunique", lambda: 1)() > 1 else ""
     df["latency_per_call_s"] = df["latency_s"] / df["model_calls"].where(df["model_calls"] > 0)
     return df
 
@@ -66,7 +69,7 @@ def cell_name(row: Any) -> str:
     name = (f"{row['persona']} / {model_label(row['model_spec'])} / T={row['temperature']:g} / "
             f"{row['variation']}")
     name = name if row.get("strategy", "react") == "react" else f"{name} / {row['strategy']}"
-    return f"{name} / routing {row['routing']}" if row.get("routing") else name
+    return f"{name} / routing {row['routing_factor']}" if row.get("routing_factor") else name
 
 
 def rate(group: Any) -> dict[str, Any]:
