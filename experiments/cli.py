@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_a", type=Path, metavar="RUN_A")
     compare.add_argument("run_b", type=Path, metavar="RUN_B")
     compare.add_argument("--out", type=Path, default=None,
-                         help="folder for comparison.md/.csv/.png (default: RUN_B/compare-A)")
+                         help="the folder that receives compare-A-vs-B/ with comparison.md/"
+                         ".csv/.png, as run --out receives run folders (default: RUN_B/compare-A)")
     return parser
 
 
@@ -145,7 +146,9 @@ def _compare(args: argparse.Namespace) -> int:
     from experiments.analyse.compare import compare_runs
     from experiments.store import open_run
 
-    result = compare_runs(open_run(args.run_a), open_run(args.run_b), args.out)
+    run_a, run_b = open_run(args.run_a), open_run(args.run_b)
+    out = args.out / f"compare-{run_a.name}-vs-{run_b.name}" if args.out else None
+    result = compare_runs(run_a, run_b, out)
     print(result.report.read_text(encoding="utf-8").split("\n\n|", 1)[0].strip())
     print(result.report)
     return EXIT_OK

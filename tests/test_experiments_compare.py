@@ -70,6 +70,8 @@ def test_the_compare_command(runs, repo, tmp_path):
     done = cli(repo, "compare", str(run_a), str(run_b), "--out", str(tmp_path / "cmp"))
     assert done.returncode == 0, done.stderr
     assert "Over all 39 paired cases" in done.stdout
-    assert str(tmp_path / "cmp" / "comparison.md") in done.stdout
+    # Like run --out: the folder receives one folder per comparison.
+    assert str(tmp_path / "cmp" / f"compare-{run_a.name}-vs-{run_b.name}" / "comparison.md") \
+        in done.stdout
     missing = cli(repo, "compare", str(run_a), str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "no results.csv" in missing.stderr

@@ -219,3 +219,40 @@ def test_a_transcript_without_its_row_is_cut_and_readers_take_the_latest(tmp_pat
     assert kept.drop_unkept(path, Counter({"a": 2, "b": 1})) == 1
     latest = [(t["case_key"], t["n"]) for t in kept.read_transcripts(tmp_path)]
     assert latest == [("b", 1), ("a", 2)]
+
+
+def test_local_settings_are_factors_and_charts_keep_models_and_prices_apart(tmp_path):
+    import math
+
+    import pandas as pd
+
+    from experiments.analyse.charts.costs import _free_label, _tool_counts
+
+    grid = load_grid(write_grid(tmp_path, models=["offline", "local:smollm2"],
+                                decodings=["free", "constrained"]))
+    assert sorted(c.model for c in grid.cells()) == [
+        "local:smollm2", "local:smollm2?decoding=free", "offline"]
+    frame = pd.DataFrame({"scenario": ["s", "s"], "model_label": ["a", "b"],
+                          "tool_sequence": ["add", "(none)"]})
+    counts = _tool_counts(frame)
+    assert counts.loc["s / a", "add"] == 1 and counts.loc["s / b", "add"] == 0
+    assert _free_label(pd.Series([0.0, math.nan])) == "$0 (free) or unpriced"
+    assert _free_label(pd.Series([math.nan])) == "unpriced"
+
+
+def test_a_local_setting_is_a_factor_among_the_cases_that_have_it():
+    import pandas as pd
+
+    from experiments.analyse.tables import factor_effects
+
+    df = pd.DataFrame({
+        "persona": "friendly", "model_label": ["offline", "local", "local"] * 2,
+        "temperature": 0.0, "variation": "baseline", "strategy": "react", "routing": "on",
+        "decoding": ["", "free", "constrained"] * 2, "model_routing": ["", "tool", "tool"] * 2,
+        "judged": True, "success": [True, False, True] * 2, "scenario": ["a"] * 3 + ["b"] * 3})
+    effects = factor_effects(df)
+    decoding = effects[effects["factor"] == "decoding"]
+    assert dict(zip(decoding["level"], decoding["successes"], strict=True)) == {
+        "constrained": 2, "free": 0}
+    assert set(effects["factor"]) == {"persona", "model", "temperature", "variation",
+                                      "strategy", "decoding"}  # one level: not a factor

@@ -128,9 +128,12 @@ def factor_effects(df: Any) -> Any:
     import pandas as pd
 
     rows = []
-    crossed = {f: c for f, c in MORE_FACTORS.items() if c in df and df[c].nunique() > 1}
+    # A local model's settings are compared among the cases that have them ("" elsewhere).
+    crossed = {f: c for f, c in MORE_FACTORS.items()
+               if c in df and df.loc[df[c] != "", c].nunique() > 1}
     for factor, column in {**FACTOR_COLUMNS, **crossed}.items():
-        levels = [(level, rate(g)) for level, g in df.groupby(column, sort=True)]
+        levels = [(level, rate(g)) for level, g in df.groupby(column, sort=True)
+                  if level != "" or factor not in crossed]
         best = max((r["success_rate"] for _, r in levels if not math.isnan(r["success_rate"])),
                    default=math.nan)
         for level, found in levels:

@@ -3,6 +3,7 @@ success, tools and model calls used, and the errors that stopped cases."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -62,14 +63,19 @@ def latency_per_call(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
 def cost_vs_success(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     personas = levels(summary, "persona")
     colour, marker = colours(levels(summary, "model")), markers(levels(summary, "temperature"))
-    free = bool((summary["mean_cost_usd"].fillna(0.0) == 0).all())
+    costs = summary["mean_cost_usd"]
+    free = bool((costs.fillna(0.0) == 0).all())
+    # Unpriced configurations are not free: they sit apart, left of $0, under their own tick.
+    unpriced_x = -0.12 * float(costs.max()) if not free else 0.0
     fig, axes = plt.subplots(1, len(personas), squeeze=False, sharey=True,
                              figsize=(max(7.0, 1.5 + 3.6 * len(personas)), 4.6))
     for ax, persona in zip(axes[0], personas, strict=True):
         part = summary[summary["persona"] == persona].reset_index(drop=True)
         for i, r in part.iterrows():
             # All free: spread the points sideways so none hides another.
-            x = (i - (len(part) - 1) / 2) * 0.08 if free else (r["mean_cost_usd"] or 0.0)
+            priced = not math.isnan(r["mean_cost_usd"])
+            x = ((i - (len(part) - 1) / 2) * 0.08 if free else
+                 r["mean_cost_usd"] if priced else unpriced_x)
             ax.errorbar(x, r["success_rate"], yerr=[[max(0.0, r["success_rate"] - r["ci_low"])],
                                                     [max(0.0, r["ci_high"] - r["success_rate"])]],
                         fmt=marker[r["temperature"]], color=colour[r["model"]], capsize=2,
@@ -78,7 +84,11 @@ def cost_vs_success(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
         ax.set_ylim(-0.03, 1.05)
         if free:
             ax.set_xlim(-1, 1)
-            ax.set_xticks([0], ["$0 (free or unpriced)"])
+            ax.set_xticks([0], [_free_label(costs)])
+        elif costs.isna().any():
+            ax.axvline(unpriced_x / 2, color="0.7", linewidth=0.8, linestyle=":")
+            ticks = [t for t in ax.get_xticks() if t >= 0]
+            ax.set_xticks([unpriced_x, *ticks], ["unpriced", *(f"{t:.2g}" for t in ticks)])
         ax.set_xlabel("mean estimated cost per case (USD)")
     axes[0][0].yaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
     axes[0][0].set_ylabel("success (95% cluster bootstrap)")
@@ -92,20 +102,31 @@ def cost_vs_success(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     return fig
 
 
+def _free_label(costs: Any) -> str:
+    if costs.isna().all():
+        return "unpriced"
+    return "$0 (free)" if costs.notna().all() else "$0 (free) or unpriced"
+
+
 def _tool_counts(df: Any) -> Any:
+    """Mean calls of each tool per case, by scenario, and by model too when there are several
+    (pooled, one model's calls would hide another's)."""
     import pandas as pd
 
+    several = df["model_label"].nunique() > 1
     rows = []
     for r in df.itertuples():
         names = [n for turn in r.tool_sequence.split(" | ") for n in turn.split(">")
                  if n and n != "(none)"]
-        rows.append({"scenario": r.scenario, **Counter(names)})
+        row = f"{r.scenario} / {r.model_label}" if several else r.scenario
+        rows.append({"scenario": row, **Counter(names)})
     counts = pd.DataFrame(rows).fillna(0)
     return counts.groupby("scenario").mean()
 
 
 @chart("tool_use.png", "Tool calls per case by scenario",
-       "Mean calls of each tool per case; a scenario's expected tool should be the bright cell "
+       "Mean calls of each tool per case (by model when there are several); a scenario's "
+       "expected tool should be the bright cell "
        "in its row, and stray tools show up as faint cells.")
 def tool_use(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     counts = _tool_counts(df)
