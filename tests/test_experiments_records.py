@@ -256,3 +256,23 @@ def test_a_local_setting_is_a_factor_among_the_cases_that_have_it():
         "constrained": 2, "free": 0}
     assert set(effects["factor"]) == {"persona", "model", "temperature", "variation",
                                       "strategy", "decoding"}  # one level: not a factor
+
+
+def test_judge_calls_count_in_the_plan_estimate_and_stop_the_budget(tmp_path, monkeypatch):
+    def judge(request: dict) -> Reply:
+        return Reply(text=json.dumps({"score": 3, "reason": "fine"}),
+                     usage={"prompt_tokens": 1000, "completion_tokens": 10,
+                            "total_tokens": 1010})
+
+    own = [{**HOURS, "id": f"hours{i}"} for i in range(3)]
+    with OpenAIServer(judge) as server:
+        openai_env(monkeypatch, server)
+        grid = write_grid(tmp_path, own, judge="openai:gpt-4o-mini", judge_samples=2,
+                          concurrency=1, budget={"max_cost_usd": 0.0001})
+        run_dir, lines = sweep(grid, tmp_path / "out")
+    # Three cases of two model calls, and two judge samples each.
+    assert any("model calls (estimate): 12" in line for line in lines)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["budget_stop"] and "max_cost_usd" in meta["budget_stop"]["reason"]
+    assert len(read_rows(run_dir / RESULTS_FILE)) < 3
+    assert meta["spent"]["cost_usd"] >= meta["spent"]["judge_cost_usd"] > 0
