@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,13 +47,16 @@ def check_resume(grid: Grid, meta: dict[str, Any]) -> None:
 
 
 def copy_personas(grid: Grid, folder: Path) -> None:
-    """Copies of the persona files the run used (their voice and rubric), beside the grid."""
+    """Copies of the persona files the run used (their voice and rubric), beside the grid,
+    redacted like the run's other copies."""
     from treadwise.personas import persona_path
+    from treadwise.redaction import redact
 
     target = Path(folder) / PERSONAS_COPY
     target.mkdir(exist_ok=True)
     for key in grid.personas:
-        shutil.copyfile(persona_path(key), target / f"{key}.yaml")
+        text = persona_path(key).read_text(encoding="utf-8")
+        (target / f"{key}.yaml").write_text(redact(text), encoding="utf-8")
 
 
 def retrying(finished: dict[str, str], todo: list[Any], judge_errors: set[str]) -> dict[str, int]:
