@@ -4,6 +4,7 @@ success, tools and model calls used, and the errors that stopped cases."""
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import Counter
 from typing import Any
 
@@ -163,17 +164,19 @@ def model_calls(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
         return empty(plt, "No turn finished, so there are no model calls to show.")
     turns = pd.DataFrame(rows)
     order = list(range(0, max(CAP, int(turns["calls"].max())) + 1))
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
     hue_order = sorted(turns[hue].unique())
     sns.countplot(turns, x="calls", hue=hue, order=order, hue_order=hue_order, ax=ax,
                   palette=colours(hue_order))
     ax.axvline(order.index(CAP), color="#D55E00", linestyle="--", linewidth=1)
-    ax.text(order.index(CAP) - 0.1, ax.get_ylim()[1] * 0.95, f"react cap ({CAP})", ha="right",
-            va="top", color="#D55E00", fontsize=9)
+    # The cap's label above the plot and the legend beside it: neither covers a bar.
+    ax.text(order.index(CAP), 1.01, f"react cap ({CAP})", ha="center", va="bottom",
+            color="#D55E00", fontsize=9, transform=ax.get_xaxis_transform())
     what = "model calls" if source == "turn_model_calls" else "model replies (older run)"
     ax.set_xlabel(f"{what} in one user turn")
     ax.set_ylabel("user turns")
-    ax.legend(title={"model_label": "model"}.get(hue, hue), fontsize=8)
+    ax.legend(title={"model_label": "model"}.get(hue, hue), fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), labels=[textwrap.fill(str(h), 30) for h in hue_order])
     return fig
 
 
