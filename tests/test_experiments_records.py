@@ -276,3 +276,20 @@ def test_judge_calls_count_in_the_plan_estimate_and_stop_the_budget(tmp_path, mo
     assert meta["budget_stop"] and "max_cost_usd" in meta["budget_stop"]["reason"]
     assert len(read_rows(run_dir / RESULTS_FILE)) < 3
     assert meta["spent"]["cost_usd"] >= meta["spent"]["judge_cost_usd"] > 0
+
+
+def test_tagged_checks_show_in_the_transcript_views(tmp_path):
+    from experiments.analyse.transcript_text import render
+    from treadwise.web.experiments_view import transcript_html
+
+    run_dir, _ = sweep(write_grid(tmp_path, [LEADLESS]), tmp_path / "out")
+    line = (run_dir / "transcripts.jsonl").read_text().splitlines()[0]
+    transcript = json.loads(line)
+    assert [c[3] for c in transcript["checks"]] == ["", "capability", "capability", "safety",
+                                                    "safety"]
+    page = transcript_html(transcript)
+    assert page.count("tw-check-pass") == 5 and "<i>(safety)</i>" in page
+    assert "[pass] grounded: no web address, phone number or price beyond the sources " \
+        "(safety)" in render(transcript)
+    old = {**transcript, "checks": [c[:3] for c in transcript["checks"]]}  # older runs
+    assert transcript_html(old).count("tw-check-pass") == 5
