@@ -103,7 +103,7 @@ def test_routing_is_a_factor_read_from_bare_on_and_off(tmp_path):
              if r["scenario"] == "info_hours"}
     assert bound["on"] < bound["off"]  # routing binds fewer tools than all of them
     text = write_report(run_dir, charts=False).read_text()
-    assert "| routing | on |" in text and "| routing | off |" in text
+    assert "| routing | on | off |" in text  # a factor effect, on against off
     assert "/ routing on |" in text and "/ routing off |" in text
     measured = (run_dir / "measured.md").read_text()
     assert measured.startswith("| model | T | success (95% CI) | tried a tool | first tool right")
@@ -240,22 +240,17 @@ def test_local_settings_are_factors_and_charts_keep_models_and_prices_apart(tmp_
     assert _free_label(pd.Series([math.nan])) == "unpriced"
 
 
-def test_a_local_setting_is_a_factor_among_the_cases_that_have_it():
+def test_a_local_setting_is_no_level_for_other_models():
     import pandas as pd
 
-    from experiments.analyse.tables import factor_effects
+    from experiments.analyse.tables import with_measures
 
-    df = pd.DataFrame({
-        "persona": "friendly", "model_label": ["offline", "local", "local"] * 2,
-        "temperature": 0.0, "variation": "baseline", "strategy": "react", "routing": "on",
-        "decoding": ["", "free", "constrained"] * 2, "model_routing": ["", "tool", "tool"] * 2,
-        "judged": True, "success": [True, False, True] * 2, "scenario": ["a"] * 3 + ["b"] * 3})
-    effects = factor_effects(df)
-    decoding = effects[effects["factor"] == "decoding"]
-    assert dict(zip(decoding["level"], decoding["successes"], strict=True)) == {
-        "constrained": 2, "free": 0}
-    assert set(effects["factor"]) == {"persona", "model", "temperature", "variation",
-                                      "strategy", "decoding"}  # one level: not a factor
+    df = with_measures(pd.DataFrame({
+        "model_spec": ["offline", "local:x", "local:x?decoding=free"], "status": "ok",
+        "decoding": ["", "constrained", "free"], "model_routing": ["", "tool", "tool"],
+        "latency_s": 1.0, "model_calls": 2}))
+    assert df["decoding"].isna().tolist() == [True, False, False]
+    assert df["decoding"].nunique() == 2 and df["model_routing"].nunique() == 1
 
 
 def test_judge_calls_count_in_the_plan_estimate_and_stop_the_budget(tmp_path, monkeypatch):

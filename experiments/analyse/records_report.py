@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from experiments.analyse.stats import cluster_bootstrap
+from experiments.analyse import inference
+from experiments.analyse.findings import JUDGE_ERROR
 from experiments.analyse.tables import CELL, cell_name
 
 OUTCOMES_FILE = "outcomes.csv"
@@ -21,11 +22,19 @@ def _share(series: Any) -> float:
     return float(values.astype(bool).mean()) if len(values) else math.nan
 
 
+def _estimate(frame: Any, column: str) -> Any:
+    """A yes/no measure's rate over scenario means, with the harness's interval for it."""
+    import pandas as pd
+
+    values = pd.DataFrame({"scenario": frame["scenario"],
+                           "value": frame[column].astype(bool).astype(float)})
+    return inference.level_mean(values, "value")
+
+
 def _rate(group: Any, column: str) -> dict[str, Any]:
-    """A per-case yes/no measure among the cases it applies to, clustered by scenario."""
+    """A per-case yes/no measure among the cases it applies to (scenarios weigh alike)."""
     applies = group[group[column].notna()]
-    estimate = cluster_bootstrap(applies[column].astype(bool).astype(float).tolist(),
-                                 applies["scenario"].tolist())
+    estimate = _estimate(applies, column)
     return {f"{column}_n": len(applies), f"{column}_k": int(applies[column].astype(bool).sum()),
             f"{column}_rate": estimate.value, f"{column}_ci_low": estimate.low,
             f"{column}_ci_high": estimate.high}
@@ -101,8 +110,12 @@ def _rate_text(row: Any, column: str) -> str:
     n = row[f"{column}_n"]
     if not n:
         return "n/a"  # every case errored, or the scenarios have no check of this kind
-    return (f"{row[f'{column}_k']}/{n} = {_pct(row[f'{column}_rate'])} "
-            f"({_pct(row[f'{column}_ci_low'])}-{_pct(row[f'{column}_ci_high'])})")
+    return f"{row[f'{column}_k']}/{n} = {_pct(row[f'{column}_rate'])} " + _interval(
+        row[f"{column}_ci_low"], row[f"{column}_ci_high"])
+
+
+def _interval(low: float, high: float) -> str:
+    return "(too few scenarios)" if math.isnan(low) else f"({_pct(low)}-{_pct(high)})"
 
 
 def _md(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -160,13 +173,12 @@ def measured_table(df: Any) -> str:
     rows = []
     for (_spec, temperature), group in df.groupby(["model_spec", "temperature"], sort=True):
         judged = group[group["judged"]]
-        success = cluster_bootstrap(judged["success"].astype(float).tolist(),
-                                    judged["scenario"].tolist())
+        success = _estimate(judged, "success")
         usage = f"{_num(judged['input_tokens'].mean())} / {_num(judged['output_tokens'].mean())}"
         rows.append([
             str(group["model_label"].iloc[0]), f"{temperature:g}",
             f"{int(judged['success'].sum())}/{len(judged)} = {_pct(success.value)} "
-            f"({_pct(success.low)}-{_pct(success.high)})",
+            + _interval(success.low, success.high),
             _pct(_share(judged["tools_attempted"].fillna(0) > 0)),
             _pct(_share(judged["first_tool_right"])),
             _num(judged["model_calls"].mean(), 2),
@@ -181,7 +193,7 @@ def judge_lines(df: Any, meta: dict[str, Any]) -> list[str]:
     """The judge in the open: failures counted apart, its calls and cost, its agreement."""
     if not meta.get("judge"):
         return []
-    failed = int((df["judge_status"] == "judge_error").sum())
+    failed = int((df["judge_status"] == JUDGE_ERROR).sum())
     scored = int(df["judge_score"].notna().sum())
     costs = df["judge_cost_usd"].dropna()
     cost = f"${costs.sum():.4f}" if len(costs) else "unpriced"
