@@ -251,6 +251,9 @@ def test_a_local_setting_is_no_level_for_other_models():
         "latency_s": 1.0, "model_calls": 2}))
     assert df["decoding"].isna().tolist() == [True, False, False]
     assert df["decoding"].nunique() == 2 and df["model_routing"].nunique() == 1
+    plain = with_measures(pd.DataFrame({"model_spec": ["offline"], "status": "ok",
+                                        "decoding": [""], "latency_s": 1.0, "model_calls": 2}))
+    assert "decoding" not in plain  # no factor: runs without local models pair as before
 
 
 def test_judge_calls_count_in_the_plan_estimate_and_stop_the_budget(tmp_path, monkeypatch):

@@ -52,8 +52,12 @@ def with_measures(df: Any) -> Any:
         df["status"] = df["status"].mask(judge_failed, findings.JUDGE_ERROR)
     df["judged"] = df["status"] != "error"
     # A local model's settings are no level for other models: they compare among local cases.
-    for column in ("decoding", "model_routing"):
-        if column in df:
+    # A column no row fills (older runs, no local model) is no factor: it is left out, as in
+    # runs made before it existed, so such runs still pair.
+    for column in ("decoding", "model_routing", "routing"):
+        if column in df and df[column].eq("").all():
+            df = df.drop(columns=column)
+        elif column in df and column != "routing":
             df[column] = df[column].replace("", math.nan)
     # Every row records the agent's routing; it tells configurations apart only when crossed.
     routing = df["routing"] if "routing" in df else ""
