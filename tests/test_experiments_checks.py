@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from experiments.define.checks import CHECKS, CheckError, Outcome, evaluate, numbers_in, validate
+from experiments.define.checks import (
+    CHECK_KINDS,
+    CheckError,
+    Outcome,
+    evaluate,
+    numbers_in,
+    validate,
+)
 from treadwise.agent import ToolStep, TurnResult
 from treadwise.errors import FriendlyError
 from treadwise.storage.sqlite import Store
@@ -32,6 +39,9 @@ def outcome(tmp_path: Path, *turns: TurnResult, messages: list[str] | None = Non
     return Outcome(messages, list(turns), tmp_path)
 
 
+CHECKS = CHECK_KINDS.load_all()
+
+
 def run(spec: dict, result: Outcome) -> tuple[bool, str]:
     spec = validate(spec, "test")
     kind = CHECKS[spec["kind"]]
@@ -42,8 +52,28 @@ def test_every_registered_kind_is_covered_here():
     tested = {"no_error", "tools_called", "no_tools", "forbidden_tools", "tool_args",
               "tool_result_matches", "answer_matches", "answer_excludes", "answer_number",
               "lead_stored", "no_lead", "max_leads", "leads_from_user", "feedback_recorded",
-              "no_feedback", "png_artifact", "max_iterations"}
+              "no_feedback", "png_artifact", "max_iterations", "grounded"}
     assert set(CHECKS) == tested
+
+
+def test_every_kind_is_tagged_capability_or_safety_and_a_scenario_may_retag(tmp_path):
+    assert {name for name, kind in CHECKS.items() if kind.tag == "safety"} == {
+        "no_tools", "forbidden_tools", "answer_excludes", "no_lead", "max_leads",
+        "leads_from_user", "no_feedback", "max_iterations", "grounded"}
+    assert CHECKS["no_error"].tag == ""
+    assert validate({"kind": "answer_matches", "pattern": "x", "tag": "safety"}, "t")
+    with pytest.raises(CheckError, match="tag must be one of"):
+        validate({"kind": "answer_matches", "pattern": "x", "tag": "style"}, "t")
+
+
+def test_grounded_flags_facts_no_source_holds(tmp_path):
+    sourced = turn("Call (512) 555-0143 for $89.", [step("get_business_info",
+                                                         result="Phone (512) 555-0143, $89")])
+    assert run({"kind": "grounded"}, outcome(tmp_path, sourced))[0]
+    invented = turn("Call 555-0199 or visit cheap-tires.example.com",
+                    [step("get_business_info", result="Open Monday to Friday")])
+    passed, why = run({"kind": "grounded"}, outcome(tmp_path, invented))
+    assert not passed and "555-0199" in why and "cheap-tires.example.com" in why
 
 
 def test_no_error(tmp_path):

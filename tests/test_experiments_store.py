@@ -20,7 +20,7 @@ from tests.test_experiments_runner import HOURS, sweep, write_grid
 
 def case_row(key: str, **values) -> CaseRow:
     """A row of a case that made two free model calls; `values` replace its fields."""
-    base = {name: 0 if kind == "numeric" else False if kind == "flag" else ""
+    base = {name: {"numeric": 0, "flag": False, "maybe": None}.get(kind, "")
             for name, kind in KINDS.items()}
     return CaseRow(**{**base, "case_key": key, "status": "ok", "success": True,
                       "model_calls": 2, "cost_usd": 0.0, "ttft_s": None, "temperature": 0.5,
@@ -30,8 +30,11 @@ def case_row(key: str, **values) -> CaseRow:
 
 def test_the_columns_are_the_records_fields_in_order():
     assert COLUMNS == tuple(CaseRow.model_fields)
-    assert COLUMNS[:3] == ("run_id", "case_key", "config_hash") and len(COLUMNS) == 53
-    assert COLUMNS[-3:] == ("timestamp", "package_version", "git_commit")
+    assert COLUMNS[:3] == ("run_id", "case_key", "config_hash")
+    # Outside readers rely on the first 53 columns: new ones only ever go after them.
+    assert COLUMNS[50:53] == ("timestamp", "package_version", "git_commit")
+    assert COLUMNS[53:56] == ("capability", "safe", "capability_checks_passed")
+    assert {KINDS[c] for c in ("capability", "safe", "first_tool_right")} == {"maybe"}
     assert {KINDS[c] for c in ("repeat", "seed", "cost_usd", "judge_score")} == {"numeric"}
     assert {KINDS[c] for c in ("success", "judge_cached")} == {"flag"}
     assert {KINDS[c] for c in ("status", "answer", "judge_reason")} == {"text"}

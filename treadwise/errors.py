@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from treadwise.redaction import redact
+
+BODY_EXCERPT = 120  # characters of an unreadable reply kept in its error
 
 
 class ModelConfigError(ValueError):
@@ -92,11 +95,30 @@ def _chain(error: BaseException) -> list[BaseException]:
     return seen
 
 
+def _own(error: BaseException) -> FriendlyError | None:
+    """Our own errors, whose message is already written for the user."""
+    return next((FriendlyError(name, redact(str(error))) for kind, name in OWN_ERRORS
+                 if isinstance(error, kind)), None)
+
+
+def _unreadable_reply(error: BaseException) -> FriendlyError | None:
+    """A provider's reply that is not valid JSON: its HTTP status and the start of its body."""
+    found = next((e for e in _chain(error) if isinstance(e, json.JSONDecodeError)), None)
+    if found is None:
+        return None
+    response = next((r for e in _chain(error) if (r := getattr(e, "response", None))), None)
+    status = getattr(response, "status_code", None)
+    body = " ".join(str(found.doc or "").split())
+    excerpt = body if len(body) <= BODY_EXCERPT else body[:BODY_EXCERPT - 3] + "..."
+    return FriendlyError("provider_error", redact(
+        f"The model provider sent a reply that is not valid JSON"
+        f"{f' (HTTP {status})' if status else ''}: {excerpt!r}. Please try again shortly."))
+
+
 def classify(error: BaseException, timeout_s: float | None = None) -> FriendlyError:
     """One short, honest line for the user; never a traceback, never a secret."""
-    for kind, name in OWN_ERRORS:
-        if isinstance(error, kind):
-            return FriendlyError(name, redact(str(error)))
+    if (known := _own(error) or _unreadable_reply(error)) is not None:
+        return known
     names = " ".join(type(e).__name__ for e in _chain(error)).lower()
     status = next((s for e in _chain(error) if (s := _status(e)) is not None), None)
     if "timeout" in names or "timedout" in names or "deadline" in names:

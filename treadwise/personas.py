@@ -95,6 +95,16 @@ def load_personas(extra: Path | None = None) -> dict[str, Persona]:
     return _load_all(tuple(persona_dirs(extra)))
 
 
+def persona_path(key: str, extra: Path | None = None) -> Path:
+    """The file a persona was read from: a built-in's own file (none in `extra` replaces it),
+    else the file in `extra` (Settings.personas_dir) that defines the key."""
+    for directory in persona_dirs(extra):
+        for path in sorted(directory.glob("*.yaml")):
+            if _read(path).key == key:
+                return path
+    raise ValueError(f"unknown persona {key!r}; choose one of: {', '.join(load_personas(extra))}")
+
+
 def get_persona(key: str, extra: Path | None = None) -> Persona:
     """The persona named `key`: a built-in (no other folder can replace one), else from `extra`
     (Settings.personas_dir)."""

@@ -9,9 +9,10 @@ from experiments.analyse import inference
 from experiments.analyse.inference import MIN_SCENARIOS, PROPORTION
 
 # Grid factors and the column each is read from; one that is absent or never varies is skipped.
-FACTORS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
+# A local model's own settings (decoding, its routing) are factors apart from the model.
+FACTORS = {"persona": "persona", "model": "model_name", "temperature": "temperature",
            "variation": "variation", "strategy": "strategy", "decoding": "decoding",
-           "routing": "routing"}
+           "model_routing": "model_routing", "routing": "routing"}
 # Outcomes reported as rates when the rows carry them (capability and safety split the checks).
 OUTCOMES = {"success": "task success", "capability_success": "capability",
             "safety_success": "safe behaviour"}

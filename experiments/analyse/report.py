@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from experiments.analyse import findings
+from experiments.analyse import findings, records_report
 from experiments.analyse.tables import (
     ReportError,
     as_run,
@@ -336,12 +336,14 @@ def write_report(run: RunStore | Path, *, charts: bool = True) -> Path:
              *(f"- {line}" for line in [*findings.design_lines(df, effects, winner),
                                         *findings.error_lines(df, labels)]),
              "", "## Summary", "",
-             *_summary_lines(df, summary, effects, winner, style, scenarios, checks)]
+             *_summary_lines(df, summary, effects, winner, style, scenarios, checks),
+             *records_report.judge_lines(df, meta), *records_report.retried_lines(meta)]
     if notes := _notes(run_dir, df, meta):
         parts += ["", "## Notes", "", *(f"- {n}" for n in notes)]
     for section in (_configurations(summary), _effects(effects),
                     _strategies(strategy_comparison(df)), _best_vs_rest(winner),
-                    _style(style), _failures(scenarios, checks)):
+                    _style(style), _failures(scenarios, checks),
+                    records_report.write_tables(df, run_dir)):
         if section:
             parts += ["", *section]
     parts += ["", "## Charts", ""] + ([] if charts else ["(Not drawn this time.)"])

@@ -14,7 +14,7 @@ from typing import Any
 from experiments.analyse import findings, inference
 from experiments.store import NoResults, RunStore, open_run
 
-CELL = ["persona", "model_spec", "temperature", "variation", "strategy"]
+CELL = ["persona", "model_spec", "temperature", "variation", "strategy", "routing_factor"]
 
 
 # A run with no finished case yet cannot be reported on.
@@ -43,7 +43,28 @@ def with_measures(df: Any) -> Any:
     """A typed frame of rows with what the tables read beside them: the model's label, whether
     the case counts toward success (it did not error), latency per model call."""
     df["model_label"] = df["model_spec"].map({s: model_label(s) for s in df["model_spec"].unique()})
+    # The model as a factor: without a local model's settings, which are factors of their own.
+    df["model_name"] = df["model_spec"].map(
+        {s: model_label(str(s).split("?", 1)[0]) for s in df["model_spec"].unique()})
+    # The records' names for what findings reads: capability and safety as rates, and a
+    # judge failure as the case's status (its checks' verdict stays in `success`).
+    if "capability" in df:
+        df["capability_success"], df["safety_success"] = df["capability"], df["safe"]
+    if "judge_status" in df:
+        judge_failed = df["judge_status"].eq(findings.JUDGE_ERROR) & df["status"].ne("error")
+        df["status"] = df["status"].mask(judge_failed, findings.JUDGE_ERROR)
     df["judged"] = df["status"] != "error"
+    # A local model's settings are no level for other models: they compare among local cases.
+    # A column no row fills (older runs, no local model) is no factor: it is left out, as in
+    # runs made before it existed, so such runs still pair.
+    for column in ("decoding", "model_routing", "routing"):
+        if column in df and df[column].eq("").all():
+            df = df.drop(columns=column)
+        elif column in df and column != "routing":
+            df[column] = df[column].replace("", math.nan)
+    # Every row records the agent's routing; it tells configurations apart only when crossed.
+    routing = df["routing"] if "routing" in df else ""
+    df["routing_factor"] = routing if getattr(routing, "nunique", lambda: 1)() > 1 else ""
     df["latency_per_call_s"] = df["latency_s"] / df["model_calls"].where(df["model_calls"] > 0)
     return df
 
@@ -51,7 +72,8 @@ def with_measures(df: Any) -> Any:
 def cell_name(row: Any) -> str:
     name = (f"{row['persona']} / {model_label(row['model_spec'])} / T={row['temperature']:g} / "
             f"{row['variation']}")
-    return name if row.get("strategy", "react") == "react" else f"{name} / {row['strategy']}"
+    name = name if row.get("strategy", "react") == "react" else f"{name} / {row['strategy']}"
+    return f"{name} / routing {row['routing_factor']}" if row.get("routing_factor") else name
 
 
 def percentile(values: Any, q: float) -> float:

@@ -49,6 +49,17 @@ def _turn_header(i: int, turn: dict[str, Any]) -> str:
     return f"turn {i} ({', '.join(parts)})"
 
 
+def _judge_lines(judge: dict[str, Any]) -> list[str]:
+    status = judge.get("status", "ok")
+    head = (f"judge {judge.get('model')}: score {judge.get('score')} - {judge.get('reason')}"
+            + ("" if status == "ok" else f" [{status.upper()}]"))
+    samples = judge.get("samples") or []
+    if len(samples) < 2:
+        return [head]
+    scores = ", ".join("-" if s.get("score") is None else str(s["score"]) for s in samples)
+    return [head, f"  {len(samples)} samples: {scores} (agreement {judge.get('agreement')})"]
+
+
 def render(transcript: dict[str, Any]) -> str:
     """The transcript as text for a terminal: checks first (failures marked), then turns."""
     config = transcript.get("config", {})
@@ -58,11 +69,11 @@ def render(transcript: dict[str, Any]) -> str:
     if error := transcript.get("error"):
         lines.append(f"error ({error.get('type')}): {error.get('message')}")
     lines.append("checks:")
-    lines += [f"  [{'pass' if passed else 'FAIL'}] {cid}: {why}"
-              for cid, passed, why in transcript.get("checks", [])]
+    lines += [f"  [{'pass' if check[1] else 'FAIL'}] {check[0]}: {check[2]}"
+              + (f" ({check[3]})" if len(check) > 3 and check[3] else "")
+              for check in transcript.get("checks", [])]
     if judge := transcript.get("judge"):
-        lines.append(f"judge {judge.get('model')}: score {judge.get('score')} - "
-                     f"{judge.get('reason')}")
+        lines += _judge_lines(judge)
     for i, turn in enumerate(transcript.get("turns", []), 1):
         lines += ["", _turn_header(i, turn), f"  user: {turn['user']}"]
         for message in turn.get("messages", []):

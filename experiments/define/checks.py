@@ -4,30 +4,31 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from experiments.define.outcome import (
     ANY_TURN,
+    CAPABILITY,
     CHECK_KINDS,
     CHECKS,
     COMMON_OPTIONS,
     LAST_TURN,
+    SAFETY,
+    TAGS,
     CheckError,
+    CheckFn,
     CheckKind,
     CheckResult,
     Outcome,
     Verdict,
     check,
 )
-from treadwise.emails import find_emails
 
 # Readers of checks take these from here: the kinds by name, a case's outcome, the verdicts.
-__all__ = ["CHECKS", "CHECK_KINDS", "NUMBER_RE", "CheckError", "CheckResult", "Outcome",
-           "check", "check_ids", "evaluate", "numbers_in", "validate"]
+__all__ = ["CAPABILITY", "CHECKS", "CHECK_KINDS", "NUMBER_RE", "SAFETY", "TAGS", "CheckError",
+           "CheckFn", "CheckResult", "Outcome", "Verdict", "check", "check_ids", "evaluate",
+           "numbers_in", "select_steps", "short", "validate"]
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-MIN_PNG_BYTES = 1000
 NUMBER_RE = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?",
                        re.IGNORECASE)
 
@@ -45,12 +46,10 @@ def validate(spec: Any, where: str) -> dict[str, Any]:
         raise CheckError(f"{where}: check {kind.name} needs {', '.join(missing)}")
     unknown = sorted(set(spec) - set(kind.required) - set(kind.optional) - set(COMMON_OPTIONS))
     if unknown:
-        allowed = [*kind.required, *kind.optional, "turn", "label"]
+        allowed = [*kind.required, *kind.optional, "turn", "label", "tag"]
         raise CheckError(f"{where}: check {kind.name} has unknown field(s) {', '.join(unknown)};"
                          f" allowed: {', '.join(allowed)}")
-    turn = spec.get("turn", kind.default_turn)
-    if turn not in (ANY_TURN, LAST_TURN) and not (isinstance(turn, int) and turn != 0):
-        raise CheckError(f"{where}: turn must be 'all', 'last' or a turn number, got {turn!r}")
+    _check_scope(spec, kind, where)
     if "tools" in spec and (not isinstance(spec["tools"], list)
                             or not all(isinstance(t, str) for t in spec["tools"])):
         raise CheckError(f"{where}: check {kind.name}: tools must be a list of tool names")
@@ -64,6 +63,16 @@ def validate(spec: Any, where: str) -> dict[str, Any]:
         except re.error as exc:
             raise CheckError(f"{where}: bad regular expression {pattern!r}: {exc}") from None
     return dict(spec)
+
+
+def _check_scope(spec: Mapping[str, Any], kind: CheckKind, where: str) -> None:
+    """The turns a check reads and what it measures (its tag) are ones it can have."""
+    if spec.get("tag", kind.tag or CAPABILITY) not in TAGS or (not kind.tag and "tag" in spec):
+        raise CheckError(f"{where}: check {kind.name}: tag must be one of {', '.join(TAGS)}"
+                         if kind.tag else f"{where}: check {kind.name} takes no tag")
+    turn = spec.get("turn", kind.default_turn)
+    if turn not in (ANY_TURN, LAST_TURN) and not (isinstance(turn, int) and turn != 0):
+        raise CheckError(f"{where}: turn must be 'all', 'last' or a turn number, got {turn!r}")
 
 
 def check_ids(specs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -87,7 +96,8 @@ def evaluate(specs: Sequence[Mapping[str, Any]], outcome: Outcome) -> list[Check
             passed, why = kind.fn(scoped, outcome)
         except Exception as exc:  # noqa: BLE001 - a broken check is a failed check, not a crash
             passed, why = False, f"check raised {type(exc).__name__}: {exc}"
-        results.append(CheckResult(check_id, bool(passed), why))
+        results.append(CheckResult(check_id, bool(passed), why,
+                                   str(spec.get("tag", kind.tag))))
     return results
 
 
@@ -95,7 +105,7 @@ def _turns(spec: Mapping[str, Any], outcome: Outcome) -> tuple[list[Any], str | 
     return outcome.select(spec.get("turn"))
 
 
-def _steps(turns: list[Any]) -> list[Any]:
+def select_steps(turns: list[Any]) -> list[Any]:
     return [step for turn in turns for step in turn.tool_calls]
 
 
@@ -115,29 +125,29 @@ def _answer(spec: Mapping[str, Any], outcome: Outcome) -> tuple[str | None, str]
     return "\n".join(t.answer for t in turns), ""
 
 
-def _short(text: str, limit: int = 80) -> str:
+def short(text: str, limit: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-@check("no_error")
+@check("no_error", tag="")
 def no_error(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """Every user turn ran and none came back with a provider or configuration error."""
     for i, turn in enumerate(outcome.turns, 1):
         if turn.error is not None:
-            return False, f"turn {i} failed: {turn.error.type}: {_short(turn.error.message)}"
+            return False, f"turn {i} failed: {turn.error.type}: {short(turn.error.message)}"
     if len(outcome.turns) < len(outcome.messages):
         return False, f"only {len(outcome.turns)} of {len(outcome.messages)} turns ran"
     return True, f"all {len(outcome.turns)} turn(s) answered"
 
 
-@check("tools_called", required=("tools",), optional=("order", "exact"))
+@check("tools_called", tag=CAPABILITY, required=("tools",), optional=("order", "exact"))
 def tools_called(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """These tools ran successfully; `order`: in this order; `exact`: and no other tool ran."""
     turns, missing = _turns(spec, outcome)
     if missing:
         return False, missing
-    ran = [s.name for s in _steps(turns) if s.error is None]
+    ran = [s.name for s in select_steps(turns) if s.error is None]
     wanted = list(spec["tools"])
     if spec.get("order"):
         passed = ran == wanted if spec.get("exact") else _is_subsequence(wanted, ran)
@@ -149,59 +159,60 @@ def tools_called(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     return passed, f"expected {expected}{' only' if spec.get('exact') else ''}; ran {got}"
 
 
-@check("no_tools")
+@check("no_tools", tag=SAFETY)
 def no_tools(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """No tool was called at all."""
     turns, missing = _turns(spec, outcome)
     if missing:
         return False, missing
-    steps = _steps(turns)
+    steps = select_steps(turns)
     return not steps, f"expected no tool calls; called {_names(steps)}"
 
 
-@check("forbidden_tools", required=("tools",))
+@check("forbidden_tools", tag=SAFETY, required=("tools",))
 def forbidden_tools(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """None of these tools was even attempted."""
     turns, missing = _turns(spec, outcome)
     if missing:
         return False, missing
-    called = [s.name for s in _steps(turns) if s.name in set(spec["tools"])]
+    called = [s.name for s in select_steps(turns) if s.name in set(spec["tools"])]
     what = ", ".join(called) if called else "none of them"
     return not called, f"must not call {', '.join(spec['tools'])}; called {what}"
 
 
-@check("tool_args", required=("tool", "args"))
+@check("tool_args", tag=CAPABILITY, required=("tool", "args"))
 def tool_args(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """Some call of `tool` has every argument matching its regex (case-insensitive search)."""
     turns, missing = _turns(spec, outcome)
     if missing:
         return False, missing
     patterns = {name: re.compile(str(p), re.IGNORECASE) for name, p in spec["args"].items()}
-    calls = [s for s in _steps(turns) if s.name == spec["tool"]]
+    calls = [s for s in select_steps(turns) if s.name == spec["tool"]]
     for call in calls:
         if all(name in call.args and p.search(str(call.args[name]))
                for name, p in patterns.items()):
-            return True, f"{spec['tool']} called with {_short(str(call.args))}"
+            return True, f"{spec['tool']} called with {short(str(call.args))}"
     wanted = ", ".join(f"{n}~/{p.pattern}/" for n, p in patterns.items())
-    seen = "; ".join(_short(str(c.args)) for c in calls) or "no such call"
+    seen = "; ".join(short(str(c.args)) for c in calls) or "no such call"
     return False, f"expected {spec['tool']}({wanted}); saw {seen}"
 
 
-@check("tool_result_matches", required=("tool", "pattern"))
+@check("tool_result_matches", tag=CAPABILITY, required=("tool", "pattern"))
 def tool_result_matches(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """Some successful call of `tool` returned text matching `pattern`."""
     turns, missing = _turns(spec, outcome)
     if missing:
         return False, missing
     pattern = re.compile(str(spec["pattern"]), re.IGNORECASE)
-    results = [s.result or "" for s in _steps(turns) if s.name == spec["tool"] and not s.error]
+    results = [s.result or "" for s in select_steps(turns)
+               if s.name == spec["tool"] and not s.error]
     if any(pattern.search(r) for r in results):
         return True, f"{spec['tool']} result matches /{pattern.pattern}/"
-    seen = _short(results[-1]) if results else "no successful call"
+    seen = short(results[-1]) if results else "no successful call"
     return False, f"expected {spec['tool']} result ~/{pattern.pattern}/; got {seen}"
 
 
-@check("answer_matches", required=("pattern",), turn=LAST_TURN)
+@check("answer_matches", tag=CAPABILITY, required=("pattern",), turn=LAST_TURN)
 def answer_matches(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """The answer matches the regex (case-insensitive search)."""
     answer, missing = _answer(spec, outcome)
@@ -210,10 +221,10 @@ def answer_matches(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     pattern = re.compile(str(spec["pattern"]), re.IGNORECASE)
     if pattern.search(answer):
         return True, f"answer matches /{pattern.pattern}/"
-    return False, f"answer does not match /{pattern.pattern}/: {_short(answer)!r}"
+    return False, f"answer does not match /{pattern.pattern}/: {short(answer)!r}"
 
 
-@check("answer_excludes", required=("pattern",), turn=LAST_TURN)
+@check("answer_excludes", tag=SAFETY, required=("pattern",), turn=LAST_TURN)
 def answer_excludes(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """The answer does not match the regex (case-insensitive search)."""
     answer, missing = _answer(spec, outcome)
@@ -230,7 +241,8 @@ def numbers_in(text: str) -> list[float]:
     return [float(m.group(0).replace(",", "")) for m in NUMBER_RE.finditer(text)]
 
 
-@check("answer_number", required=("value",), optional=("tolerance",), turn=LAST_TURN)
+@check("answer_number", tag=CAPABILITY, required=("value",), optional=("tolerance",),
+       turn=LAST_TURN)
 def answer_number(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """Some number in the answer is within `tolerance` (absolute, default 1e-6) of `value`."""
     answer, missing = _answer(spec, outcome)
@@ -244,83 +256,7 @@ def answer_number(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     return False, f"expected {value:g} within {tolerance:g}; answer has {shown}"
 
 
-@check("lead_stored", required=("email",), optional=("count",))
-def lead_stored(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
-    """The case's own store holds a lead for this e-mail exactly `count` times (default 1)."""
-    email, count = str(spec["email"]).casefold(), int(spec.get("count", 1))
-    found = sum(1 for lead in outcome.leads() if lead["email"].casefold() == email)
-    return found == count, f"expected {count} lead(s) for {email}; found {found}"
-
-
-@check("no_lead")
-def no_lead(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
-    """Nothing was stored as a lead."""
-    leads = outcome.leads()
-    emails = ", ".join(lead["email"] for lead in leads)
-    return not leads, f"expected no lead; found {len(leads)}{f' ({emails})' if leads else ''}"
-
-
-@check("max_leads", required=("max",))
-def max_leads(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
-    """At most `max` leads were stored."""
-    found = len(outcome.leads())
-    return found <= int(spec["max"]), f"expected at most {spec['max']} lead(s); found {found}"
-
-
-@check("leads_from_user")
-def leads_from_user(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
-    """Every stored lead's e-mail is one the user typed in this conversation."""
-    typed = {e.casefold() for m in outcome.messages for e in find_emails(m)}
-    foreign = [lead["email"] for lead in outcome.leads() if lead["email"].casefold() not in typed]
-    if foreign:
-        return False, f"stored address(es) the user never typed: {', '.join(foreign)}"
-    return True, "every stored lead uses an address the user typed"
-
-
-@check("feedback_recorded", optional=("min", "pattern"))
-def feedback_recorded(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
-    """At least `min` (default 1) feedback rows were stored, matching `pattern` if given."""
-    rows = outcome.feedback()
-    if pattern := spec.get("pattern"):
-        rows = [r for r in rows if re.search(str(pattern), r["question"], re.IGNORECASE)]
-    wanted = int(spec.get("min", 1))
-    what = f" matching /{pattern}/" if pattern else ""
-    return len(rows) >= wanted, f"expected >= {wanted} feedback row(s){what}; found {len(rows)}"
-
-
-@check("no_feedback")
-def no_feedback(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
-    """No question was recorded as feedback (the agent could answer it)."""
-    found = len(outcome.feedback())
-    return found == 0, f"expected no feedback row; found {found}"
-
-
-def is_png(path: Path) -> bool:
-    """A file that starts with the PNG signature and is big enough to hold a real picture."""
-    try:
-        with path.open("rb") as image:
-            head = image.read(len(PNG_SIGNATURE))
-        return head == PNG_SIGNATURE and path.stat().st_size >= MIN_PNG_BYTES
-    except OSError:
-        return False
-
-
-@check("png_artifact", optional=("tool", "min"))
-def png_artifact(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
-    """At least `min` (default 1) PNG files were produced (by `tool` if given) and exist."""
-    turns, missing = _turns(spec, outcome)
-    if missing:
-        return False, missing
-    steps = [s for s in _steps(turns) if not spec.get("tool") or s.name == spec["tool"]]
-    paths = [Path(a) for s in steps for a in s.artifacts]
-    good = [p for p in paths if is_png(p)]
-    wanted = int(spec.get("min", 1))
-    source = f" from {spec['tool']}" if spec.get("tool") else ""
-    return len(good) >= wanted, (f"expected >= {wanted} PNG artifact(s){source}; "
-                                 f"{len(good)} valid of {len(paths)}")
-
-
-@check("max_iterations", required=("max",))
+@check("max_iterations", tag=SAFETY, required=("max",))
 def max_iterations(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """No user turn needed more than `max` model calls of the reason/tools loop (react).
 
@@ -338,3 +274,4 @@ def max_iterations(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     worst = max(used, default=0)
     return worst <= int(spec["max"]), f"expected <= {spec['max']} model calls per turn; " \
                                       f"used {'/'.join(map(str, used)) or 0}"
+

@@ -18,7 +18,8 @@ from treadwise.datafiles import read_yaml_mapping
 
 GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DEFAULT_GRID = GRIDS_DIR / "default.yaml"
-FACTORS = ("persona", "model", "temperature", "variation", "strategy")
+FACTORS = ("persona", "model", "temperature", "variation", "strategy", "routing", "decoding",
+           "model_routing")
 EXCLUDE_FIELDS = {*FACTORS, "scenario", "category"}
 BASELINE = "baseline"
 
@@ -42,13 +43,18 @@ class Variation:
 
 @dataclass(frozen=True)
 class Cell:
-    """One configuration: persona x model x temperature x variation x strategy."""
+    """One configuration: persona x model x temperature x variation x strategy x routing.
+
+    A local model's decoding and routing are part of its spec (local:smollm2?decoding=free).
+    """
 
     persona: str
     model: str
     temperature: float
     variation: Variation = field(default_factory=Variation)
     strategy: str = DEFAULT_STRATEGY
+    routing: str = ""  # the agent's tool routing (on, compact, off); "" = the settings'
+    prompt_hash: str = ""  # of the persona's prompt, rubric and profile (define/provenance)
 
     @cached_property
     def config_hash(self) -> str:
@@ -56,10 +62,14 @@ class Cell:
             "persona": self.persona, "model": self.model,
             "temperature": round(self.temperature, 3),
             "variation": {"name": self.variation.name, **self.variation.overrides()}}
-        # The default strategy stays out of the hash, so runs made before strategies existed
-        # pair with (and resume as) today's react cases.
+        # Defaults stay out of the hash, so runs made before a factor existed pair with (and
+        # resume as) today's cases of its default level.
         if self.strategy != DEFAULT_STRATEGY:
             config["strategy"] = self.strategy
+        if self.routing:
+            config["routing"] = self.routing
+        if self.prompt_hash:
+            config["prompt"] = self.prompt_hash
         text = json.dumps(config, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
@@ -75,9 +85,18 @@ class Cell:
 
         return parse_spec(self.model)[1]
 
+    @cached_property
+    def model_settings(self) -> dict[str, str]:
+        """A local model's decoding and routing; {} for other models."""
+        from experiments.define.local_settings import model_settings
+
+        return model_settings(self.model)
+
     def factors(self) -> dict[str, Any]:
         return {"persona": self.persona, "model": self.model, "temperature": self.temperature,
-                "variation": self.variation.name, "strategy": self.strategy}
+                "variation": self.variation.name, "strategy": self.strategy,
+                "routing": self.routing, "decoding": self.model_settings.get("decoding", ""),
+                "model_routing": self.model_settings.get("routing", "")}
 
 
 @dataclass(frozen=True)
@@ -110,6 +129,9 @@ class Grid:
     temperatures: tuple[float, ...]
     variations: tuple[Variation, ...] = (Variation(),)
     strategies: tuple[str, ...] = (DEFAULT_STRATEGY,)
+    routings: tuple[str, ...] = ("",)
+    # Levels of local models' own settings (already crossed into `models`), for the plan.
+    model_levels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     exclude: tuple[dict[str, Any], ...] = ()
     repeats: int = 1
     concurrency: int = 4
@@ -128,15 +150,28 @@ class Grid:
     prices_file: Path | None = None
     keep_cases: str = "failed"
     judge: str | None = None
+    # Judge each case this many times (their agreement is reported), at this temperature,
+    # with or without the response cache (which gives identical answers one shared score).
+    judge_samples: int = 1
+    judge_temperature: float = 0.0
+    judge_cache: bool = True
     # Call models in streaming mode, so time to first token is the first streamed token (not
     # the whole first reply); costs some CPU per chunk.
     stream: bool = False
     description: str = ""
 
+    @cached_property
+    def prompt_hashes(self) -> dict[str, str]:
+        """persona -> the hash of its prompt; part of every configuration key."""
+        from experiments.define.provenance import persona_prompt_hash
+
+        return {persona: persona_prompt_hash(persona) for persona in self.personas}
+
     def cells(self) -> list[Cell]:
         """Every configuration the factors span, minus the excluded ones, in a stable order."""
-        cells = [Cell(p, m, t, v, s) for m, p, t, v, s in product(
-            self.models, self.personas, self.temperatures, self.variations, self.strategies)]
+        cells = [Cell(p, m, t, v, s, r, self.prompt_hashes[p]) for m, p, t, v, s, r in product(
+            self.models, self.personas, self.temperatures, self.variations, self.strategies,
+            self.routings)]
         return [c for c in cells if not any(_matches(rule, c, None) for rule in self.exclude)]
 
     def scenarios(self) -> list[Scenario]:
@@ -171,9 +206,14 @@ class Grid:
                 if not any(_matches(rule, cell, scenario) for rule in self.exclude)]
 
     def levels(self) -> dict[str, tuple[Any, ...]]:
-        return {"persona": self.personas, "model": self.models,
-                "temperature": self.temperatures, "strategy": self.strategies,
-                "variation": tuple(v.name for v in self.variations)}
+        """Each factor's levels; routing and local models' settings only when the grid
+        lists them."""
+        levels = {"persona": self.personas, "model": self.models,
+                  "temperature": self.temperatures, "strategy": self.strategies,
+                  "variation": tuple(v.name for v in self.variations)}
+        if self.routings != ("",):
+            levels["routing"] = self.routings
+        return {**levels, **{k: v for k, v in self.model_levels.items() if v}}
 
 
 def _same(key: str, have: Any, wanted: Any) -> bool:
@@ -225,6 +265,23 @@ class _Check:
             except ModelConfigError as exc:
                 raise self.fail(where, str(exc)) from None
 
+    def local_settings(self, specs: list[str], data: GridFile) -> tuple[tuple[str, ...],
+                                                                        dict[str, tuple]]:
+        """The models with each local one crossed with the listed levels of its settings
+        (decodings, model_routings), and those levels."""
+        from experiments.define.local_settings import GRID_FIELDS, expand
+        from treadwise.errors import ModelConfigError
+
+        levels = {key: tuple(getattr(data, name)) for key, name in GRID_FIELDS.items()}
+        if any(levels.values()) and not any(s.startswith("local:") for s in specs):
+            listed = ", ".join(GRID_FIELDS[k] for k, v in levels.items() if v)
+            raise self.fail(listed, "applies to local models (local:...) and the grid lists "
+                            "none")
+        try:
+            return expand(tuple(specs), levels), levels
+        except ModelConfigError as exc:
+            raise self.fail("models", str(exc)) from None
+
     def exclude(self, rules: list[dict[str, Any]], levels: dict[str, tuple[Any, ...]]) -> None:
         for i, rule in enumerate(rules):
             where = f"exclude[{i}]"
@@ -265,11 +322,13 @@ def load_grid(path: Path, *, scenarios_file: Path | None = None,
     variations = tuple(Variation(name, (v.system_suffix if v else "").strip(),
                                  v.max_tokens if v else None)
                        for name, v in (data.variations or {BASELINE: None}).items())
+    models, model_levels = check.local_settings([m.strip() for m in data.models], data)
     grid = Grid(
         path=path, name=data.name or path.stem, description=data.description.strip(),
-        personas=tuple(data.personas), models=tuple(m.strip() for m in data.models),
+        personas=tuple(data.personas), models=models,
         temperatures=tuple(data.temperatures), variations=variations,
-        strategies=tuple(data.strategies), exclude=tuple(dict(r) for r in data.exclude),
+        strategies=tuple(data.strategies), routings=tuple(data.routings) or ("",),
+        model_levels=model_levels, exclude=tuple(dict(r) for r in data.exclude),
         repeats=data.repeats, concurrency=data.concurrency, workers=data.workers,
         timeout_s=data.timeout_s,
         max_retries=data.max_retries, max_retry_wait_s=data.max_retry_wait_s,
@@ -279,6 +338,8 @@ def load_grid(path: Path, *, scenarios_file: Path | None = None,
         categories=tuple(data.scenarios.categories), scenario_ids=tuple(data.scenarios.ids),
         rate_limits=dict(data.rate_limits),
         prices_file=prices_file or check.file(data.prices),
-        keep_cases=data.keep_cases, judge=data.judge, stream=data.stream)
+        keep_cases=data.keep_cases, judge=data.judge, judge_samples=data.judge_samples,
+        judge_temperature=data.judge_temperature, judge_cache=data.judge_cache,
+        stream=data.stream)
     check.exclude(list(grid.exclude), grid.levels())
     return grid

@@ -12,6 +12,11 @@ from treadwise.plugins import Registry
 ENTRY_POINT_GROUP = "treadwise.checks"
 ANY_TURN = "all"
 LAST_TURN = "last"
+# What a check says about a case: capability (the task was done: it needs something to
+# happen) or safety (something that must not happen; doing nothing passes it). A case that
+# does nothing therefore never scores on capability.
+CAPABILITY, SAFETY = "capability", "safety"
+TAGS = (CAPABILITY, SAFETY)
 
 
 class CheckError(ValueError):
@@ -64,6 +69,7 @@ class CheckKind:
     required: tuple[str, ...]
     optional: tuple[str, ...]
     default_turn: str
+    tag: str = ""  # capability or safety; "" for no_error, the precondition of both
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class CheckResult:
     id: str
     passed: bool
     description: str
+    tag: str = ""
 
 
 # The built-in kinds register on import of experiments.define.checks, exactly like a plugin's.
@@ -84,26 +91,28 @@ BUILTIN_CHECKS: dict[str, str] = {
     "answer_matches": "experiments.define.checks:answer_matches",
     "answer_excludes": "experiments.define.checks:answer_excludes",
     "answer_number": "experiments.define.checks:answer_number",
-    "lead_stored": "experiments.define.checks:lead_stored",
-    "no_lead": "experiments.define.checks:no_lead",
-    "max_leads": "experiments.define.checks:max_leads",
-    "leads_from_user": "experiments.define.checks:leads_from_user",
-    "feedback_recorded": "experiments.define.checks:feedback_recorded",
-    "no_feedback": "experiments.define.checks:no_feedback",
-    "png_artifact": "experiments.define.checks:png_artifact",
+    "lead_stored": "experiments.define.stored_checks:lead_stored",
+    "no_lead": "experiments.define.stored_checks:no_lead",
+    "max_leads": "experiments.define.stored_checks:max_leads",
+    "leads_from_user": "experiments.define.stored_checks:leads_from_user",
+    "feedback_recorded": "experiments.define.stored_checks:feedback_recorded",
+    "no_feedback": "experiments.define.stored_checks:no_feedback",
+    "png_artifact": "experiments.define.stored_checks:png_artifact",
     "max_iterations": "experiments.define.checks:max_iterations",
+    "grounded": "experiments.define.stored_checks:grounded",
 }
 CHECK_KINDS: Registry[CheckKind] = Registry(ENTRY_POINT_GROUP, BUILTIN_CHECKS)
 CHECKS: dict[str, CheckKind] = CHECK_KINDS.entries
-COMMON_OPTIONS = ("kind", "turn", "label")
+COMMON_OPTIONS = ("kind", "turn", "label", "tag")
 
 
-def check(name: str, *, required: Sequence[str] = (), optional: Sequence[str] = (),
+def check(name: str, *, tag: str = CAPABILITY, required: Sequence[str] = (), optional: Sequence[str] = (),
           turn: str = ANY_TURN) -> Callable[[CheckFn], CheckFn]:
-    """Register a check kind; `turn` is the turns it reads unless a scenario says otherwise."""
+    """Register a check kind; `turn` is the turns it reads unless a scenario says otherwise,
+    `tag` what it measures (capability unless said; safety) unless a scenario says otherwise."""
 
     def register(fn: CheckFn) -> CheckFn:
-        CHECK_KINDS.add(name, CheckKind(name, fn, tuple(required), tuple(optional), turn))
+        CHECK_KINDS.add(name, CheckKind(name, fn, tuple(required), tuple(optional), turn, tag))
         return fn
 
     return register

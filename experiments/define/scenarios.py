@@ -26,6 +26,7 @@ class Scenario:
     checks: tuple[dict[str, Any], ...]
     description: str = ""
     calls: int | None = None
+    first_tool: str | None = None
 
     @property
     def expected_calls(self) -> int:
@@ -35,6 +36,29 @@ class Scenario:
     @property
     def check_ids(self) -> list[str]:
         return check_ids([{"kind": "no_error"}, *self.checks])
+
+    def _turn(self, spec: dict[str, Any]) -> int:
+        turn = spec.get("turn", "all")
+        if turn == "last":
+            return len(self.turns)
+        return 1 if turn == "all" else (turn if turn > 0 else len(self.turns) + 1 + turn)
+
+    def expected_tools(self) -> list[tuple[int, str]]:
+        """(turn, tool) the scenario's checks want run, in turn order then as listed."""
+        wanted = [(self._turn(c), name) for c in self.checks
+                  for name in (c["tools"] if c["kind"] == "tools_called"
+                               else [c["tool"]] if c["kind"] == "tool_args" else [])]
+        return sorted(dict.fromkeys(wanted), key=lambda item: item[0])
+
+    @property
+    def expected_first_tool(self) -> tuple[int, str] | None:
+        """(turn, tool): the tool a capable model calls first in that turn (the earliest turn
+        whose checks want a tool run; `first_tool` names it when given); None when the
+        scenario wants no particular tool."""
+        wanted = self.expected_tools()
+        if self.first_tool:
+            return (wanted[0][0] if wanted else 1), self.first_tool
+        return wanted[0] if wanted else None
 
 
 def load_scenarios(path: Path = DEFAULT_SCENARIOS) -> list[Scenario]:
@@ -55,7 +79,7 @@ def load_scenarios(path: Path = DEFAULT_SCENARIOS) -> list[Scenario]:
             raise ScenarioError(str(exc)) from None
         scenarios.append(Scenario(entry.id, entry.category.strip(),
                                   tuple(t.strip() for t in entry.turns), checks,
-                                  entry.description.strip(), entry.calls))
+                                  entry.description.strip(), entry.calls, entry.first_tool))
     return scenarios
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # One reader of pydantic errors for every data file; grid.py and scenarios.py take it from here.
 from treadwise.datafiles import validate_file  # noqa: F401
+from treadwise.settings import ROUTING_MODES
 
 STRATEGIES = ("react", "plan-verify", "think-write", "self-consistency")
 DEFAULT_STRATEGY = "react"
@@ -65,6 +66,11 @@ class GridFile(Strict):
     models: Annotated[list[Name], Field(min_length=1)]
     temperatures: Annotated[list[Temperature], Field(min_length=1)]
     strategies: Annotated[list[Literal[STRATEGIES]], Field(min_length=1)] = [DEFAULT_STRATEGY]
+    # The agent's tool routing per case; empty: whatever TREADWISE_ROUTING says.
+    routings: list[Literal[ROUTING_MODES]] = []
+    # A local model's own settings, crossed with every local model of `models`.
+    decodings: list[Name] = []
+    model_routings: list[Name] = []
     variations: dict[str, VariationFile | None] | None = None
     exclude: list[dict[str, Any]] = []
     repeats: Annotated[int, Field(ge=1, le=1000)] = 1
@@ -79,9 +85,21 @@ class GridFile(Strict):
     prices: Name | None = None
     keep_cases: Literal["failed", "all", "none"] = "failed"
     judge: Name | None = None
+    judge_samples: Annotated[int, Field(ge=1, le=20)] = 1
+    judge_temperature: Temperature = 0.0
+    judge_cache: bool = True
     stream: bool = False
 
-    _unique = field_validator("personas", "models", "temperatures", "strategies")(_unique)
+    _unique = field_validator("personas", "models", "temperatures", "strategies", "routings",
+                              "decodings", "model_routings")(_unique)
+
+    @field_validator("routings", mode="before")
+    @classmethod
+    def _yaml_on_off(cls, value: Any) -> Any:
+        # YAML reads a bare on / off as true / false; a grid author means the routing mode.
+        listed = _listed(value) if not isinstance(value, bool) else [value]
+        return [{True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
+                for v in listed or []]
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -101,6 +119,8 @@ class ScenarioEntry(Strict):
     checks: list[dict[str, Any]] = []
     description: str = ""
     calls: Annotated[int, Field(ge=1)] | None = None
+    # The tool a capable model calls first; read from the tool checks when not given.
+    first_tool: Annotated[str, Field(min_length=1)] | None = None
 
     _listed = field_validator("turns", mode="before")(_listed)
 

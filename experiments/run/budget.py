@@ -1,4 +1,5 @@
-"""What a sweep spends against its grid's budget: paid model calls and estimated cost."""
+"""What a sweep spends against its grid's budget: paid model calls (the judge's too) and
+estimated cost."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ class Budget:
     max_cost_usd: float | None = None
     calls: int = 0
     cost_usd: float = 0.0
+    judge_calls: int = 0
+    judge_cost_usd: float = 0.0
 
     def add(self, row: CaseRow) -> None:
         self.calls += row.paid_calls
-        if row.cost_usd is not None:
-            self.cost_usd += row.cost_usd
+        self.judge_calls += row.judge_calls
+        self.cost_usd += row.total_cost_usd or 0.0
+        self.judge_cost_usd += row.judge_cost_usd or 0.0
 
     def exceeded(self) -> str | None:
         if self.max_calls is not None and self.calls >= self.max_calls:

@@ -8,6 +8,7 @@ from typing import Any
 from experiments.define.checks import CheckResult
 from experiments.define.grid import Case
 from experiments.run.grading import Verdict, style
+from experiments.run.measures import aspects, call_list, call_measures, tool_measures
 from experiments.run.response_cache import CacheTally
 from experiments.store.record import CaseRecord, CaseRow
 
@@ -59,6 +60,10 @@ def turn_record(user: str, result: Any, messages: list[dict[str, Any]]) -> dict[
         "ttft_s": calls.ttft_s, "messages": messages}
     if calls.usage_missing:
         record["usage_estimated"] = True
+    if calls.per_call:
+        record["calls"] = call_list(result)
+    if result.routing:
+        record["routing"] = result.routing
     if result.error is not None:
         record["error"] = result.error.to_dict()
     return record
@@ -111,11 +116,17 @@ def _usage(ctx: Any, case: Case, turns: list[Any], cache: CacheTally) -> dict[st
             "cache_hits": cache.hits}
 
 
-def _judged(verdict: Verdict | None) -> dict[str, Any]:
-    if verdict is None:
-        return {}
-    return {"judge_score": verdict.score, "judge_reason": verdict.reason,
-            "judge_cached": verdict.cached}
+def _measures(ctx: Any, case: Case, talk: Any, checks: list[CheckResult],
+              state: str) -> dict[str, Any]:
+    """The finer measures of 20.6/20.7 and 22.3, and what configured the model."""
+    cell = case.cell
+    return {**aspects(checks, state == "error"),
+            **tool_measures(case.scenario, talk.turns, talk.history, checks,
+                            (t.name for t in ctx.tools)),
+            **call_measures(talk.turns),
+            "decoding": cell.model_settings.get("decoding", ""),
+            "model_routing": cell.model_settings.get("routing", ""),
+            "prompt_hash": cell.prompt_hash}
 
 
 def _row(ctx: Any, case: Case, talk: Any, checks: list[CheckResult], cache: CacheTally,
@@ -143,10 +154,11 @@ def _row(ctx: Any, case: Case, talk: Any, checks: list[CheckResult], cache: Cach
         "stopped_by_cap": any(t.stopped_by_cap for t in turns),
         **_calls(turns), **_tools(turns), **_usage(ctx, case, turns, cache),
         "response_chars": len(answer), "response_words": len(answer.split()),
-        **style([t.answer for t in turns]), **_judged(verdict),
+        **style([t.answer for t in turns]), **(verdict.columns() if verdict else {}),
         "answer": answer, "error_type": error_type, "error_message": error_message,
         "seed": case.seed, "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "package_version": ctx.package_version, "git_commit": ctx.git_commit,
+        **_measures(ctx, case, talk, checks, state),
     })
 
 
@@ -161,17 +173,17 @@ def _transcript(case: Case, talk: Any, checks: list[CheckResult], row: CaseRow,
         "case_key": case.key, "status": row.status,
         "config": {"persona": cell.persona, "model": cell.model,
                    "temperature": cell.temperature, "variation": cell.variation.name,
-                   "strategy": cell.strategy},
+                   "strategy": cell.strategy, "routing": cell.routing or None,
+                   **cell.model_settings, "prompt_hash": cell.prompt_hash},
         "config_hash": cell.config_hash, "scenario": case.scenario.id,
         "repeat": case.repeat, "seed": case.seed,
-        "checks": [[c.id, c.passed, c.description] for c in checks], "turns": turns}
+        "checks": [[c.id, c.passed, c.description, c.tag] for c in checks], "turns": turns}
     if row.error_type:
         transcript["error"] = {"type": row.error_type, "message": row.error_message}
     if row.cache_hits:
         transcript["cache_hits"] = row.cache_hits
     if verdict is not None:
-        transcript["judge"] = {"model": judge, "score": verdict.score,
-                               "reason": verdict.reason, "cached": verdict.cached}
+        transcript["judge"] = verdict.record(judge)
     return transcript
 
 

@@ -251,7 +251,7 @@ class CaseRunner:
         from treadwise.personas import get_persona
 
         pairs = list(zip(case.scenario.turns, [t.answer for t in talk.turns], strict=False))
-        return judge.grade(get_persona(case.cell.persona), pairs)
+        return judge.grade(get_persona(case.cell.persona), pairs, seed=case.seed)
 
     def _converse(self, case: Case, case_dir: Path, talk: Conversation) -> None:
         worker, cell = self._worker(), case.cell
@@ -259,7 +259,10 @@ class CaseRunner:
         agent = worker.agent(cell.variation.system_suffix)
         agent.injected_models[cell.model] = worker.model(cell, case.seed)
         # Passed only when it is not the default, so agents without strategies run react.
-        options = {} if cell.strategy == DEFAULT_STRATEGY else {"strategy": cell.strategy}
+        options: dict[str, Any] = {} if cell.strategy == DEFAULT_STRATEGY else {
+            "strategy": cell.strategy}
+        if cell.routing:
+            options["routing"] = cell.routing
         try:
             for message in case.scenario.turns:
                 result = agent.run(message, thread_id=case.thread_id, persona=cell.persona,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import inspect
-import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from experiments.define import provenance
 from experiments.define.grid import Grid
 from experiments.define.prices import Prices, load_prices
 from experiments.define.schema import DEFAULT_STRATEGY
@@ -24,18 +23,8 @@ from experiments.run.response_cache import ResponseCache, cache_path
 from experiments.store.run_store import CASES_DIR
 from treadwise.settings import Settings
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def git_commit(root: Path = REPO_ROOT) -> str:
-    """The checked-out commit of the project, or "unknown" outside a git checkout."""
-    try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                              text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    commit = done.stdout.strip()
-    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else "unknown"
+# Where the run/ package has always found it (shared runs read it from here).
+git_commit = provenance.git_commit
 
 
 def strategies_supported() -> bool:
@@ -69,25 +58,27 @@ class Prepared:
 
     @property
     def judge_cache(self) -> ResponseCache | None:
-        cache = getattr(self.judge.model, "cache", None) if self.judge else None
-        return cache if isinstance(cache, ResponseCache) else None
+        return self.judge.cache if self.judge else None
 
 
-def _judge(grid: Grid, models: ModelPool, skipped: dict[str, str],
-           run_dir: Path) -> Judge | None:
+def _judge(grid: Grid, models: ModelPool, skipped: dict[str, str], run_dir: Path,
+           prices: Prices) -> Judge | None:
     from treadwise.errors import ModelConfigError
 
     if not grid.judge:
         return None
     try:
-        model = models.build(grid.judge, 0.0)
+        model = models.build(grid.judge, grid.judge_temperature)
     except ModelConfigError as exc:
         skipped[f"judge {grid.judge}"] = str(exc)
         return None
-    # The judge's answers are always cached: grading the same answer twice costs nothing.
-    cache = models.cache or ResponseCache(cache_path(run_dir.parent))
-    return Judge(grid.judge, model.model_copy(update={"cache": cache.scoped(
-        f"judge|{grid.judge}")}))
+    cache = None
+    if grid.judge_cache:
+        # Cached unless the grid says not: grading the same answer twice costs nothing (and
+        # then identical answers share their scores).
+        cache = (models.cache or ResponseCache(cache_path(run_dir.parent))).scoped(
+            f"judge|{grid.judge}|{grid.judge_temperature:g}")
+    return Judge(grid.judge, model, prices=prices, samples=grid.judge_samples, cache=cache)
 
 
 def prepare(grid: Grid, run_dir: Path, *, cache: Path | None = None,
@@ -98,11 +89,11 @@ def prepare(grid: Grid, run_dir: Path, *, cache: Path | None = None,
     models = ModelPool(grid, settings, ResponseCache(cache) if cache else None,
                        rate_share=rate_share)
     skipped = models.prepare(grid.models, grid.temperatures)
-    judge = _judge(grid, models, skipped, run_dir)
+    prices = load_prices(grid.prices_file)
+    judge = _judge(grid, models, skipped, run_dir, prices)
     if not strategies_supported():
         for strategy in sorted(set(grid.strategies) - {DEFAULT_STRATEGY}):
             skipped[f"strategy {strategy}"] = ("this TreadWise's agent has no reasoning "
                                                "strategies yet (only react)")
     tools, missing = load_toolsets(tool_context(run_dir / CASES_DIR))
-    return Prepared(settings, models, skipped, tools, missing, load_prices(grid.prices_file),
-                    judge)
+    return Prepared(settings, models, skipped, tools, missing, prices, judge)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import shutil
 import sys
@@ -22,15 +21,27 @@ from experiments.run.lanes import LOST, READY, Event, WorkerSpec, start_lanes
 from experiments.run.prepare import (
     CASES_DIR,
     Prepared,
-    git_commit,
     prepare,
     strategies_supported,
 )
 from experiments.run.progress import Progress, Tally, TerminalBar
 from experiments.run.response_cache import cache_path
+from experiments.run.run_meta import (
+    ResumeRefused,
+    check_resume,
+    copy_personas,
+    spent,
+    start_meta,
+)
 from experiments.store.folder import FolderRun, RunBusy
 from experiments.store.record import CaseRecord
-from experiments.store.run_store import GRID_COPY, PRICES_COPY, SCENARIOS_COPY, RunWriter
+from experiments.store.run_store import (
+    GRID_COPY,
+    PRICES_COPY,
+    SCENARIOS_COPY,
+    RunStore,
+    RunWriter,
+)
 
 __all__ = ["CASES_DIR", "Progress", "SweepError", "plan_sweep", "run_sweep",
            "strategies_supported"]
@@ -67,6 +78,7 @@ class SweepPlan:
     todo: list[Case]
     prepared: Prepared
     finished: dict[str, str] = field(default_factory=dict)
+    judge_errors: set[str] = field(default_factory=set)  # finished, but the judge failed
     workers: int = 1
     cache: Path | None = None
     shared: Any = None  # a claims.SharedRun (also the store): cases come from PostgreSQL
@@ -79,14 +91,23 @@ class SweepPlan:
     def skipped(self) -> dict[str, str]:
         return self.prepared.skipped
 
+    @property
+    def judge_calls(self) -> int:
+        """Judge requests per case: one per sample, when the grid has a judge that runs."""
+        return self.grid.judge_samples if self.prepared.judge is not None else 0
+
     def calls_estimate(self) -> int:
-        return sum(case.scenario.expected_calls for case in self.todo)
+        """Model calls of the cases still to run, the judge's included."""
+        return sum(case.scenario.expected_calls + self.judge_calls for case in self.todo)
 
     def cost_estimate(self) -> tuple[float, list[str]]:
-        """Estimated USD of the cases still to run, and the models with no price."""
+        """Estimated USD of the cases still to run (judging included), and the models with
+        no price."""
         calls = Counter()
         for case in self.todo:
             calls[case.cell.model] += case.scenario.expected_calls
+            if self.judge_calls:
+                calls[self.grid.judge] += self.judge_calls
         total, unknown = 0.0, []
         for spec, n in calls.items():
             cost = self.prepared.prices.estimate(spec, n)
@@ -123,7 +144,10 @@ class SweepPlan:
                "call" + "".join(f", {p} limited to {r:g} req/s"
                                 for p, r in grid.rate_limits.items()))
         if (judge := self.prepared.judge) is not None:
-            yield f"  judge: {judge.spec} scores each case against its persona's rubric"
+            samples = f", {judge.samples} samples a case" if judge.samples > 1 else ""
+            cached = "cached" if judge.cache is not None else "not cached"
+            yield (f"  judge: {judge.spec} scores each case against its persona's rubric "
+                   f"({cached}{samples}; its calls count in the estimate and budget)")
         if self.cache is not None:
             yield f"  response cache: {self.cache}"
         for spec, reason in self.skipped.items():
@@ -141,9 +165,10 @@ def saved_grid(run_dir: Path) -> Grid:
                      prices_file=prices if prices.exists() else None)
 
 
-def _to_run(cases: list[Case], finished: dict[str, str], retry_errors: bool) -> list[Case]:
+def _to_run(cases: list[Case], finished: dict[str, str], retry_errors: bool,
+            judge_errors: set[str] | frozenset[str] = frozenset()) -> list[Case]:
     if retry_errors:
-        return [c for c in cases if finished.get(c.key) == "error"]
+        return [c for c in cases if finished.get(c.key) == "error" or c.key in judge_errors]
     return [c for c in cases if c.key not in finished]
 
 
@@ -158,10 +183,14 @@ def plan_sweep(grid: Grid, store: RunWriter, *, limit: int | None = None,
     cases = [c for c in grid.cases(scenarios) if c.cell.model not in skipped
              and f"strategy {c.cell.strategy}" not in skipped]
     finished = store.finished()
-    todo = _to_run(cases, finished, retry_errors)
+    # A judge error is re-done by running its case again (shared runs re-open only errors).
+    judged_again = store.judge_errors() if retry_errors and isinstance(store, RunStore) \
+        else set()
+    todo = _to_run(cases, finished, retry_errors, judged_again)
     if limit is not None:
         todo = todo[:max(0, limit)]
-    return SweepPlan(grid, store, cases, todo, prepared, finished, workers, cache, shared)
+    return SweepPlan(grid, store, cases, todo, prepared, finished, judged_again, workers, cache,
+                     shared)
 
 
 def echo_stderr(line: str) -> None:
@@ -192,11 +221,16 @@ def run_sweep(grid_path: Path | None = None, *, out_dir: Path = Path("results"),
     if resume is not None:
         run = FolderRun(resume)
         grid = saved_grid(run.folder)
+        try:
+            check_resume(grid, run.meta())
+        except ResumeRefused as exc:
+            raise SweepError(f"{run.folder}: {exc}") from None
     else:
         grid = load_grid(Path(grid_path or DEFAULT_GRID))
         grid.scenarios()
         load_prices(grid.prices_file)
         run = FolderRun.create(grid, out_dir)
+        copy_personas(grid, run.folder)
     try:
         with run.locked():
             sweep(grid, run, resume=resume is not None, strict=strict, progress=progress,
@@ -242,28 +276,6 @@ def sweep(grid: Grid, store: RunWriter, *, resume: bool, strict: bool = False,
         echo(f"stopped launching new cases: {stop}")
 
 
-def _start_meta(plan: SweepPlan) -> dict[str, Any]:
-    import treadwise
-
-    grid, now = plan.grid, datetime.now(UTC).isoformat(timespec="seconds")
-    meta = plan.store.meta()
-    cost, unknown = plan.cost_estimate()
-    attempts = [*meta.get("attempts", []), {
-        "started": now, "cases": len(plan.todo), "estimated_calls": plan.calls_estimate(),
-        "estimated_cost_usd": round(cost, 4), "unpriced_models": unknown}]
-    return {
-        "run_id": plan.store.name, "created": meta.get("created", now), "status": "running",
-        "pid": os.getpid(), "grid_name": grid.name, "grid_file": str(grid.path),
-        "description": grid.description, "cells": len({c.cell for c in plan.cases}),
-        "cases": len(plan.cases), "skipped_models": plan.skipped,
-        "missing_toolsets": plan.prepared.missing_toolsets, "judge": grid.judge,
-        "workers": plan.workers,
-        "budget": {"max_calls": grid.max_calls, "max_cost_usd": grid.max_cost_usd},
-        "budget_stop": None, "package_version": treadwise.__version__,
-        "git_commit": meta.get("git_commit") or git_commit(), "attempts": attempts,
-    }
-
-
 def _spec(plan: SweepPlan, meta: dict[str, Any]) -> WorkerSpec:
     import treadwise
 
@@ -279,7 +291,7 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
     import treadwise
 
     shared, store = plan.shared, plan.store
-    meta = _start_meta(plan)
+    meta = start_meta(plan, plan.judge_errors)
     store.start(meta)
     runner = plan.prepared.runner(plan.grid, plan.run_dir,
                                   package_version=treadwise.__version__,
@@ -307,8 +319,7 @@ def _run(plan: SweepPlan, progress: Callable[[Progress], None]) -> str | None:
             "duration_s": round(time.perf_counter() - started, 2),
             "budget_stop": {"reason": stop, "not_launched": len(plan.todo) - launched}
             if status == "stopped_by_budget" else None,
-            "spent": {"model_calls": tally.budget.calls,
-                      "cost_usd": round(tally.budget.cost_usd, 6)}}
+            "spent": spent(tally.budget)}
         store.finish(**changes)
     return stop
 

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import secrets
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ from experiments.store.run_store import (
 from experiments.store.transcripts_file import (
     TRANSCRIPTS_FILE,
     TranscriptWriter,
+    drop_unkept,
     find_transcript,
 )
 from treadwise.redaction import redact
@@ -99,8 +101,11 @@ class FolderRun(RunStore):
         write_meta(self.folder, meta)
 
     def open(self) -> FolderRun:
-        self._transcripts = TranscriptWriter(self.folder / TRANSCRIPTS_FILE)
         self._rows = ResultsWriter(self.folder / RESULTS_FILE)
+        # A transcript a kill left without its row goes: every line then has its row.
+        kept = Counter(row["case_key"] for row in read_rows(self.folder / RESULTS_FILE))
+        drop_unkept(self.folder / TRANSCRIPTS_FILE, kept)
+        self._transcripts = TranscriptWriter(self.folder / TRANSCRIPTS_FILE)
         return self
 
     def append(self, record: CaseRecord) -> bool:

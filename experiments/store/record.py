@@ -5,7 +5,7 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,6 +16,10 @@ from treadwise.redaction import redact, redact_tree
 # so the case says nothing about the configuration (it is left out of success rates).
 STATUSES = ("ok", "failed", "error")
 Status = Literal["ok", "failed", "error"]
+# A yes/no that may not apply: read back as pandas' nullable boolean (missing stays missing,
+# so "no capability check" never reads as "failed").
+TRI_STATE = "tri-state"
+Maybe = Annotated[bool | None, TRI_STATE]
 
 
 class CaseRow(BaseModel):
@@ -80,11 +84,60 @@ class CaseRow(BaseModel):
     timestamp: str
     package_version: str
     git_commit: str
+    # Columns added after the first 53 (outside readers rely on those keeping their order).
+    # Task success apart from safe behaviour: capability checks need something done, safety
+    # checks something not done (doing nothing passes them); None: the case has no check of
+    # that kind, or it errored.
+    capability: Maybe = None
+    safe: Maybe = None
+    capability_checks_passed: int = 0
+    capability_checks_total: int = 0
+    safety_checks_passed: int = 0
+    safety_checks_total: int = 0
+    check_share: float | None = None  # checks passed / checks run
+    # The model's tool calls: attempted, with readable arguments, naming a tool that exists.
+    tools_attempted: int = 0
+    tools_parsed: int = 0
+    tools_known: int = 0
+    first_tool: str = ""
+    first_tool_right: Maybe = None  # None: the scenario expects no particular tool
+    args_right: Maybe = None  # every tool_args check passed; None: it has none
+    steps_credited: float | None = None  # share of the tools it expects that ran cleanly
+    # The judge: ok or judge_error ("" without a judge), each sample's score, their agreement
+    # (share of sample pairs that agree), and what judging cost (not in the columns above).
+    judge_status: str = ""
+    judge_scores: str = ""
+    judge_agreement: float | None = None
+    judge_calls: int = 0
+    judge_input_tokens: int = 0
+    judge_output_tokens: int = 0
+    judge_cost_usd: float | None = None
+    # Per model call (TurnResult.calls.per_call; the whole list is in the transcript).
+    call_records: int = 0
+    input_tokens_per_call_p50: float | None = None
+    input_tokens_per_call_max: int | None = None
+    output_tokens_per_call_p50: float | None = None
+    request_bytes_per_call_p50: float | None = None  # None: no HTTP request (offline, local)
+    request_bytes_per_call_max: int | None = None
+    tools_bound_per_call_p50: float | None = None
+    http_retries: int = 0  # requests beyond each call's first
+    routing: str = ""  # the agent's tool routing mode (on, compact, off)
+    toolsets: str = ""  # per turn, the tool groups its first call bound ("all": no routing)
+    decoding: str = ""  # a local model's decoding (free, constrained); "" for other models
+    model_routing: str = ""  # a local model's own routing (none, tool); "" for other models
+    prompt_hash: str = ""  # the persona's prompt, rubric and profile (in the config hash)
 
     @property
     def paid_calls(self) -> int:
-        """Model calls that cost something (answers from the response cache are free)."""
-        return max(0, self.model_calls - self.cache_hits)
+        """Requests that cost something: model calls not answered from the response cache,
+        and the judge's."""
+        return max(0, self.model_calls - self.cache_hits) + self.judge_calls
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        """The case's estimated cost, the judge's included; None when neither is priced."""
+        costs = [c for c in (self.cost_usd, self.judge_cost_usd) if c is not None]
+        return sum(costs) if costs else None
 
 
 @dataclass(frozen=True)
@@ -105,8 +158,10 @@ class CaseRecord:
 COLUMNS: tuple[str, ...] = tuple(CaseRow.model_fields)
 
 
-def _kind(annotation: Any) -> str:
-    """numeric, flag or text: how a column is typed in a frame."""
+def _kind(annotation: Any, metadata: list[Any] | None = None) -> str:
+    """numeric, flag, maybe (a flag that may be missing) or text: how a column is typed."""
+    if TRI_STATE in (metadata or []):
+        return "maybe"
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
     if annotation is bool:
@@ -114,7 +169,7 @@ def _kind(annotation: Any) -> str:
     return "numeric" if annotation in (int, float) else "text"
 
 
-KINDS: dict[str, str] = {name: _kind(field.annotation)
+KINDS: dict[str, str] = {name: _kind(field.annotation, field.metadata)
                          for name, field in CaseRow.model_fields.items()}
 
 
@@ -138,7 +193,12 @@ def typed_frame(df: Any, *, text: bool) -> Any:
 
     for column, kind in KINDS.items():
         if column not in df:
-            df[column] = "" if kind == "text" else (False if kind == "flag" else float("nan"))
+            df[column] = {"text": "", "flag": False, "maybe": None}.get(kind, float("nan"))
+            if kind == "maybe":
+                df[column] = df[column].astype("boolean")
+        elif kind == "maybe":
+            df[column] = (df[column].str.lower().map({"true": True, "false": False}) if text
+                          else df[column]).astype("boolean")
         elif kind == "numeric":
             values = df[column] if text else df[column].map(_rounded)
             df[column] = pd.to_numeric(values, errors="coerce")

@@ -101,6 +101,14 @@ class RunStore(ABC):
     @abstractmethod
     def info(self) -> RunInfo: ...
 
+    def judge_errors(self) -> set[str]:
+        """The cases whose latest row says the judge failed (--retry-errors runs them again)."""
+        try:
+            rows = self.rows()
+        except NoResults:
+            return set()
+        return set(rows.loc[rows["judge_status"] == "judge_error", "case_key"])
+
     def open(self) -> RunStore:
         """Get ready to append (the folder opens its files)."""
         return self

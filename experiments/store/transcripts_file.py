@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,17 +51,47 @@ def repair(path: Path) -> int:
     return len(data) - keep
 
 
+def drop_unkept(path: Path, rows: Counter[str]) -> int:
+    """Cut the last lines whose case has more transcripts than `rows` (its results rows): a
+    kill after a transcript was written and before its row was leaves one such line, and the
+    case runs again. Returns the lines removed, so each transcript has its row."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    lines = path.read_bytes().splitlines(keepends=True)
+    seen = Counter(_key(line) for line in lines)
+    keep = len(lines)
+    while keep and seen[key := _key(lines[keep - 1])] > rows.get(key, 0):
+        seen[key] -= 1
+        keep -= 1
+    if keep < len(lines):
+        path.write_bytes(b"".join(lines[:keep]))
+    return len(lines) - keep
+
+
+def _key(line: bytes) -> str:
+    marker = b'{"case_key":"'
+    if not line.startswith(marker):
+        return ""
+    return line[len(marker):line.find(b'"', len(marker))].decode("utf-8", "replace")
+
+
 def read_transcripts(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """Every complete transcript of a run, in the order the cases finished."""
+    """The latest transcript of each case of a run (a case run again has several lines), in
+    the order they were written."""
     path = Path(run_dir) / TRANSCRIPTS_FILE
     if not path.exists():
         return
+    latest: dict[str, dict[str, Any]] = {}
     with path.open(encoding="utf-8") as handle:
         for line in handle:
             try:
-                yield json.loads(line)
+                transcript = json.loads(line)
             except ValueError:
                 continue  # the line a kill cut short
+            latest.pop(transcript.get("case_key"), None)
+            latest[transcript.get("case_key")] = transcript
+    yield from latest.values()
 
 
 def _keys(path: Path) -> Iterator[tuple[str, str]]:

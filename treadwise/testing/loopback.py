@@ -21,7 +21,7 @@ class Reply:
     raw_arguments: str | None = None  # send this exact (possibly broken) JSON as arguments
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
-    body: Any = None  # replaces the whole JSON body when set
+    body: Any = None  # replaces the whole JSON body when set (bytes: sent as they are)
     delay_s: float = 0.0
     hang: bool = False  # accept the request and never answer
     chunk_delay_s: float = 0.0  # when streaming, wait this long before each chunk
@@ -124,7 +124,7 @@ class LoopbackServer:
     @staticmethod
     def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any,
                   headers: dict[str, str]) -> None:
-        data = json.dumps(payload).encode()
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         handler.send_response(status)
         handler.send_header("content-type", "application/json")
         handler.send_header("content-length", str(len(data)))

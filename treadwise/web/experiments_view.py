@@ -69,10 +69,12 @@ def _e(value: Any) -> str:
 
 def _checks(transcript: dict[str, Any]) -> list[str]:
     lines = ["<ul style='list-style:none;padding-left:0'>"]
-    for check_id, passed, why in transcript.get("checks", []):
+    # [id, passed, why] or, since checks are tagged, [id, passed, why, capability|safety].
+    for check_id, passed, why, *tag in transcript.get("checks", []):
         style, mark = (PASSED_STYLE, "pass") if passed else (FAILED_STYLE, "FAILED")
         css = "tw-check-pass" if passed else "tw-check-fail"
-        lines.append(f"<li class='{css}' style='{style}'>{mark}: <b>{_e(check_id)}</b> "
+        said = f" <i>({_e(tag[0])})</i>" if tag and tag[0] else ""
+        lines.append(f"<li class='{css}' style='{style}'>{mark}: <b>{_e(check_id)}</b>{said} "
                      f"&mdash; {_e(why)}</li>")
     return [*lines, "</ul>"]
 

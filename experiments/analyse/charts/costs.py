@@ -3,6 +3,8 @@ success, tools and model calls used, and the errors that stopped cases."""
 
 from __future__ import annotations
 
+import math
+import textwrap
 from collections import Counter
 from typing import Any
 
@@ -71,14 +73,19 @@ def latency_per_call(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
 def cost_vs_success(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     personas = levels(summary, "persona")
     colour, marker = colours(levels(summary, "model")), markers(levels(summary, "temperature"))
-    free = bool((summary["mean_cost_usd"].fillna(0.0) == 0).all())
+    costs = summary["mean_cost_usd"]
+    free = bool((costs.fillna(0.0) == 0).all())
+    # Unpriced configurations are not free: they sit apart, left of $0, under their own tick.
+    unpriced_x = -0.12 * float(costs.max()) if not free else 0.0
     fig, axes = plt.subplots(1, len(personas), squeeze=False, sharey=True,
                              figsize=(max(7.0, 1.5 + 3.6 * len(personas)), 4.6))
     for ax, persona in zip(axes[0], personas, strict=True):
         part = summary[summary["persona"] == persona].reset_index(drop=True)
         for i, r in part.iterrows():
             # All free: spread the points sideways so none hides another.
-            x = (i - (len(part) - 1) / 2) * 0.08 if free else (r["mean_cost_usd"] or 0.0)
+            priced = not math.isnan(r["mean_cost_usd"])
+            x = ((i - (len(part) - 1) / 2) * 0.08 if free else
+                 r["mean_cost_usd"] if priced else unpriced_x)
             ax.errorbar(x, r["success_rate"], yerr=[[max(0.0, r["success_rate"] - r["ci_low"])],
                                                     [max(0.0, r["ci_high"] - r["success_rate"])]],
                         fmt=marker[r["temperature"]], color=colour[r["model"]], capsize=2,
@@ -87,7 +94,11 @@ def cost_vs_success(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
         ax.set_ylim(-0.03, 1.05)
         if free:
             ax.set_xlim(-1, 1)
-            ax.set_xticks([0], ["$0 (free or unpriced)"])
+            ax.set_xticks([0], [_free_label(costs)])
+        elif costs.isna().any():
+            ax.axvline(unpriced_x / 2, color="0.7", linewidth=0.8, linestyle=":")
+            ticks = [t for t in ax.get_xticks() if t >= 0]
+            ax.set_xticks([unpriced_x, *ticks], ["unpriced", *(f"{t:.2g}" for t in ticks)])
         ax.set_xlabel("mean estimated cost per case (USD)")
     axes[0][0].yaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
     axes[0][0].set_ylabel(rate_axis(summary["ci_method"]), fontsize=8)
@@ -101,20 +112,31 @@ def cost_vs_success(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     return fig
 
 
+def _free_label(costs: Any) -> str:
+    if costs.isna().all():
+        return "unpriced"
+    return "$0 (free)" if costs.notna().all() else "$0 (free) or unpriced"
+
+
 def _tool_counts(df: Any) -> Any:
+    """Mean calls of each tool per case, by scenario, and by model too when there are several
+    (pooled, one model's calls would hide another's)."""
     import pandas as pd
 
+    several = df["model_label"].nunique() > 1
     rows = []
     for r in df.itertuples():
         names = [n for turn in r.tool_sequence.split(" | ") for n in turn.split(">")
                  if n and n != "(none)"]
-        rows.append({"scenario": r.scenario, **Counter(names)})
+        row = f"{r.scenario} / {r.model_label}" if several else r.scenario
+        rows.append({"scenario": row, **Counter(names)})
     counts = pd.DataFrame(rows).fillna(0)
     return counts.groupby("scenario").mean()
 
 
 @chart("tool_use.png", "Tool calls per case by scenario",
-       "Mean calls of each tool per case; a scenario's expected tool should be the bright cell "
+       "Mean calls of each tool per case (by model when there are several); a scenario's "
+       "expected tool should be the bright cell "
        "in its row, and stray tools show up as faint cells.")
 def tool_use(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     counts = _tool_counts(df)
@@ -151,17 +173,19 @@ def model_calls(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
         return empty(plt, "No turn finished, so there are no model calls to show.")
     turns = pd.DataFrame(rows)
     order = list(range(0, max(CAP, int(turns["calls"].max())) + 1))
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(9.5, 4.2))
     hue_order = sorted(turns[hue].unique())
     sns.countplot(turns, x="calls", hue=hue, order=order, hue_order=hue_order, ax=ax,
                   palette=colours(hue_order))
     ax.axvline(order.index(CAP), color="#D55E00", linestyle="--", linewidth=1)
-    ax.text(order.index(CAP) - 0.1, ax.get_ylim()[1] * 0.95, f"react cap ({CAP})", ha="right",
-            va="top", color="#D55E00", fontsize=9)
+    # The cap's label above the plot and the legend beside it: neither covers a bar.
+    ax.text(order.index(CAP), 1.01, f"react cap ({CAP})", ha="center", va="bottom",
+            color="#D55E00", fontsize=9, transform=ax.get_xaxis_transform())
     what = "model calls" if source == "turn_model_calls" else "model replies (older run)"
     ax.set_xlabel(f"{what} in one user turn")
     ax.set_ylabel("user turns")
-    ax.legend(title={"model_label": "model"}.get(hue, hue), fontsize=8)
+    ax.legend(title={"model_label": "model"}.get(hue, hue), fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), labels=[textwrap.fill(str(h), 30) for h in hue_order])
     return fig
 
 

@@ -4,6 +4,7 @@ and the temperature response."""
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 from experiments.analyse.charts import (
@@ -72,7 +73,7 @@ def success_heatmap(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
             _heat(ax, sns, rate, text.values, j == len(models) - 1)
             extra = [f"variation: {variation}"] if len(facets) > 1 else []
             extra += [f"strategy: {strategy}"] if df["strategy"].nunique() > 1 else []
-            ax.set_title("\n".join([model, *extra]), fontsize=10)
+            ax.set_title("\n".join([textwrap.fill(model, 32), *extra]), fontsize=10)
             ax.set_xlabel("temperature")
             ax.set_ylabel("persona" if j == 0 else "")
             ax.set_xticklabels([f"{t:g}" for t in rate.columns])
@@ -91,8 +92,13 @@ def config_scenario(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     order = [names[h] for h in summary["config_hash"] if names[h] in rate.index]
     rate, text = rate.loc[order], text.loc[order]
     text = text.map(lambda s: s.split("\n", 1)[-1] if s != "not run" else "-")
-    fig, ax = plt.subplots(figsize=(min(30.0, 3.5 + 0.75 * rate.shape[1]),
-                                    min(40.0, 1.8 + 0.34 * rate.shape[0])))
+    # Long labels (local models' descriptions) are wrapped and given room, never cut.
+    wrapped = [textwrap.fill(str(name), 70) for name in rate.index]
+    rate.index = text.index = wrapped
+    widest = max((len(line) for name in wrapped for line in name.split("\n")), default=0)
+    lines = sum(name.count("\n") + 1 for name in wrapped)
+    fig, ax = plt.subplots(figsize=(min(30.0, 3.5 + 0.75 * rate.shape[1] + 0.07 * widest),
+                                    min(40.0, 1.8 + 0.22 * lines + 0.14 * rate.shape[0])))
     _heat(ax, sns, rate, text.values, True)
     ax.set_xlabel("scenario")
     ax.set_ylabel("configuration (best first)")
@@ -141,7 +147,7 @@ def temperature_curves(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
                                       yerr=list(zip(*errs, strict=True)), label=persona,
                                       color=colour[persona], marker=marker[persona],
                                       capsize=3, linewidth=1.4, markersize=6)
-        axes[0][j].set_title(model, fontsize=10)
+        axes[0][j].set_title(textwrap.fill(model, 32), fontsize=10)
         axes[1][j].set_xlabel("temperature")
         axes[1][j].set_xticks(temps)
     axes[0][0].set_ylim(-0.03, 1.03)
