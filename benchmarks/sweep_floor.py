@@ -24,7 +24,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from treadwise.testing.loopback import OpenAIServer, Reply, _last_message  # noqa: E402
+from treadwise.testing.loopback import OpenAIServer, Reply  # noqa: E402
 
 QUICK = os.environ.get("SWEEP_FLOOR_QUICK") == "1"
 SMALL, LARGE = (100, 300) if QUICK else (200, 1000)
@@ -58,7 +58,7 @@ scenarios:
 
 def brain(request: dict[str, Any]) -> Reply:
     """One tool call, then the answer: two calls a case, whoever asks."""
-    if _last_message(request)["kind"] == "tool":
+    if request["messages"][-1].get("role") == "tool":
         return Reply(text=ANSWER)
     return Reply(tool_calls=[{"name": TOOL, "args": ARGS}])
 
@@ -83,10 +83,12 @@ def harness(folder: Path, n: int, env: dict[str, str]) -> float:
     out = folder / f"results-{n}-{time.monotonic_ns()}"
     cpu = child_cpu([sys.executable, "-m", "experiments", "run", "--grid", str(grid),
                      "--out", str(out), "--no-report"], env)
-    runs = list(out.iterdir())
-    rows = (runs[0] / "results.csv").read_text().splitlines()[1:]
-    if len(rows) != n or any(",ok," not in row for row in rows):
-        raise SystemExit(f"the sweep of {n} cases did not pass every case: {runs[0]}")
+    from experiments.store.results_file import read_rows
+
+    (run_dir,) = out.iterdir()
+    statuses = [row["status"] for row in read_rows(run_dir / "results.csv")]
+    if statuses != ["ok"] * n:
+        raise SystemExit(f"the sweep of {n} cases did not pass every case: {run_dir}")
     return cpu
 
 
