@@ -27,7 +27,6 @@ the tests redact):
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Callable
@@ -264,18 +263,24 @@ def _remove_shapes(text: str) -> str:
 
 
 # The shapes depend on the text alone, and a sweep's records repeat most of their texts (names,
-# questions, tool results, answers): short texts are remembered, long ones always scanned.
-_remove_shapes_cached = functools.lru_cache(maxsize=8192)(_remove_shapes)
-CACHED_TEXT_CHARS = 2000
+# questions, tool results, answers): short texts found to hold none are remembered, so the next
+# sight of one is a set lookup. Only clean texts are kept; a text with a secret never is.
+_CLEAN: set[str] = set()
+CLEAN_TEXT_CHARS, CLEAN_TEXTS = 2000, 8192
 
 
 def _redact(text: str, secrets: tuple[str, ...]) -> str:
     for value in secrets:
         if value in text:
             text = text.replace(value, REDACTED)
-    if len(text) <= CACHED_TEXT_CHARS:
-        return _remove_shapes_cached(text)
-    return _remove_shapes(text)
+    if text in _CLEAN:
+        return text
+    safe = _remove_shapes(text)
+    if safe == text and len(text) <= CLEAN_TEXT_CHARS:
+        if len(_CLEAN) >= CLEAN_TEXTS:
+            _CLEAN.clear()
+        _CLEAN.add(text)
+    return safe
 
 
 def redact(text: str) -> str:
