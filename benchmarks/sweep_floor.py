@@ -7,7 +7,8 @@
 # parent's, not theirs). The marginal CPU per case is (CPU at N=1000 - CPU at N=200) / 800, so
 # imports and start-up cancel. The bare loop offers the same tools with the same system prompt
 # as the harness's first request (read back from the server), so both send the same requests.
-# Run: python benchmarks/sweep_floor.py (SWEEP_FLOOR_QUICK=1 for N=300 minus N=100).
+# Run: python benchmarks/sweep_floor.py (SWEEP_FLOOR_QUICK=1 for N=300 minus N=100: a check that
+# it runs; 200 cases are too few for start-up noise to cancel, so its ratio is not the figure).
 
 from __future__ import annotations
 
