@@ -28,7 +28,8 @@ def rows(scenarios: int, models: tuple[str, ...], passed, *, temperatures=(0.0,)
     found = []
     for s, p, m, t, r in itertools.product(range(scenarios), personas, models, temperatures,
                                            range(repeats)):
-        case = {"scenario": f"s{s}", "persona": p, "model_label": m, "model_name": m, "model_spec": m,
+        case = {"scenario": f"s{s}", "persona": p, "model_label": m, "model_name": m,
+                "model_spec": m,
                 "temperature": t, "repeat": r, "variation": "baseline", "strategy": "react"}
         state = (status(case) if status else None) or ("ok" if passed(case) else "failed")
         found.append({**case, "config_hash": f"{p}|{m}|{t}", "status": state,

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from treadwise.errors import redact as errors_redact
-from treadwise.redaction import SHAPES, is_card_number, redact
+from treadwise.redaction import SHAPES, is_card_number, redact, redact_tree
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda shape: shape.name)
@@ -96,3 +96,15 @@ def test_card_numbers_need_the_luhn_check_and_a_card_range() -> None:
     assert is_card_number("4111111111111111") and is_card_number("378282246310005")
     assert not is_card_number("4111111111111112")  # fails Luhn
     assert not is_card_number("1234567812345670")  # Luhn-valid, no card range
+
+
+def test_a_text_seen_before_is_redacted_as_the_first_time(monkeypatch) -> None:
+    # Clean texts are remembered for speed: a secret text must still be redacted every time,
+    # and a clean text must lose a secret the environment gains later.
+    secret = "my password is Hunter2!Secret99 and I need tires"
+    assert redact(secret) == redact(secret) != secret
+    clean = "call me on the mobile Qz7xWv3kTb9 tomorrow"
+    assert redact(clean) == clean
+    monkeypatch.setenv("SHOP_TOKEN", "Qz7xWv3kTb9")
+    assert redact(clean) == "call me on the mobile [redacted] tomorrow"
+    assert "Qz7xWv3kTb9" not in json.dumps(redact_tree({"turns": [clean]}))

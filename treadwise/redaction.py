@@ -92,6 +92,8 @@ KEY_SHAPES: tuple[tuple[tuple[str, ...], re.Pattern], ...] = tuple(
         ((":AA",), r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b"),
         (("eyJ",), r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     ))
+# Every key shape's hints in one pattern: most texts hold none, and one scan rules them all out.
+KEY_HINTS_RE = re.compile("|".join(re.escape(hint) for hints, _ in KEY_SHAPES for hint in hints))
 # A cloud secret key (AWS's are 40 characters of base64) anywhere: mixed case and digits.
 CLOUD_SECRET_RE = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
@@ -204,6 +206,8 @@ def _sub(pattern: re.Pattern, replacement: str | Callable[[re.Match], str],
 
 
 def _keys(text: str) -> str:
+    if not KEY_HINTS_RE.search(text):
+        return text
     for hints, pattern in KEY_SHAPES:
         if any(hint in text for hint in hints):
             text = pattern.sub(REDACTED, text)
@@ -248,24 +252,55 @@ def _secret_variables() -> tuple[str, ...]:
     return _secret_names[1]
 
 
-def redact(text: str) -> str:
-    """The text without any secret the environment holds or any shape in `SHAPES`."""
+def _secret_values() -> tuple[str, ...]:
+    """The values of the secret variables set now, long enough to be worth looking for."""
     environment = process_environment()
-    for name in _secret_variables():
-        value = environment.get(name)
-        if value and len(value) >= 6 and value in text:
-            text = text.replace(value, REDACTED)
+    found = (environment.get(name) for name in _secret_variables())
+    return tuple(value for value in found if value and len(value) >= 6)
+
+
+def _remove_shapes(text: str) -> str:
     for shape in SHAPES:
         text = shape.remove(text)
     return text
 
 
+# The shapes depend on the text alone, and a sweep's records repeat most of their texts (names,
+# questions, tool results, answers): short texts found to hold none are remembered, so the next
+# sight of one is a set lookup. Only clean texts are kept; a text with a secret never is.
+_CLEAN: set[str] = set()
+CLEAN_TEXT_CHARS, CLEAN_TEXTS = 2000, 8192
+
+
+def _redact(text: str, secrets: tuple[str, ...]) -> str:
+    for value in secrets:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    if text in _CLEAN:
+        return text
+    safe = _remove_shapes(text)
+    if safe == text and len(text) <= CLEAN_TEXT_CHARS:
+        if len(_CLEAN) >= CLEAN_TEXTS:
+            _CLEAN.clear()
+        _CLEAN.add(text)
+    return safe
+
+
+def redact(text: str) -> str:
+    """The text without any secret the environment holds or any shape in `SHAPES`."""
+    return _redact(text, _secret_values())
+
+
 def redact_tree(value: Any) -> Any:
     """`value` (JSON-like: dicts, lists, strings, numbers) with every string redacted."""
+    return _redact_tree(value, _secret_values())
+
+
+def _redact_tree(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        return _redact(value, secrets)
     if isinstance(value, dict):
-        return {key: redact_tree(item) for key, item in value.items()}
+        return {key: _redact_tree(item, secrets) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_tree(item) for item in value]
+        return [_redact_tree(item, secrets) for item in value]
     return value

@@ -106,8 +106,8 @@ CHECKS: dict[str, CheckKind] = CHECK_KINDS.entries
 COMMON_OPTIONS = ("kind", "turn", "label", "tag")
 
 
-def check(name: str, *, tag: str = CAPABILITY, required: Sequence[str] = (), optional: Sequence[str] = (),
-          turn: str = ANY_TURN) -> Callable[[CheckFn], CheckFn]:
+def check(name: str, *, tag: str = CAPABILITY, required: Sequence[str] = (),
+          optional: Sequence[str] = (), turn: str = ANY_TURN) -> Callable[[CheckFn], CheckFn]:
     """Register a check kind; `turn` is the turns it reads unless a scenario says otherwise,
     `tag` what it measures (capability unless said; safety) unless a scenario says otherwise."""
 
