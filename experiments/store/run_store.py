@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -104,6 +105,14 @@ class RunStore(ABC):
     def open(self) -> RunStore:
         """Get ready to append (the folder opens its files)."""
         return self
+
+    def locked(self) -> AbstractContextManager[Any]:
+        """Held while a process runs the run, so two never append to it at once."""
+        return nullcontext()
+
+    def prepare_folder(self) -> Path:
+        """This machine's folder of the run, holding the run's files (what a resume reads)."""
+        return self.folder
 
     def close(self) -> None:  # noqa: B027 - a store with nothing open has nothing to do
         """Flush what was appended and let go of the files."""
