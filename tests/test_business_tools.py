@@ -20,7 +20,7 @@ from treadwise.profile import (
 from treadwise.tools import ToolContext, get_tools
 
 BUSINESS_TOOLS = {"get_business_info", "get_tire_recommendation", "check_service_availability",
-                  "record_customer_interest", "record_feedback"}
+                  "record_customer_interest", "record_feedback", "delete_customer_data"}
 SECTIONS = ["overview", "services", "mobile_installation", "smart_tread", "fleet", "recycling",
             "areas_served", "hours", "warranty", "tire_pressure", "maintenance", "punctures",
             "pricing", "contact"]
@@ -38,7 +38,7 @@ def tools(context: ToolContext) -> dict:
     return {tool.name: tool for tool in get_tools("business", context=context)}
 
 
-def test_the_toolset_has_the_five_fixed_names_with_descriptions(tools: dict) -> None:
+def test_the_toolset_has_the_fixed_names_with_descriptions(tools: dict) -> None:
     assert set(tools) == BUSINESS_TOOLS
     for tool in tools.values():
         assert len(tool.description) > 60
@@ -225,9 +225,14 @@ def test_a_corrected_address_moves_the_lead(tools: dict, context: ToolContext) -
 def test_record_customer_interest_saves_once(tools: dict, context: ToolContext) -> None:
     record = tools["record_customer_interest"]
     lead = {"email": "ana@example.com", "name": "Ana", "message": "fleet pricing"}
-    assert record.invoke(lead) == "Saved: we'll contact ana@example.com about fleet pricing."
-    assert record.invoke({**lead, "message": "Fleet pricing."}) == (
+    mine, other = ({"configurable": {"thread_id": t}} for t in ("mine", "other"))
+    assert record.invoke(lead, config=mine) == (
+        "Saved: we'll contact ana@example.com about fleet pricing.")
+    assert record.invoke({**lead, "message": "Fleet pricing."}, config=mine) == (
         "Already on file: we'll contact ana@example.com about Fleet pricing.")
+    # Another conversation typing the same request learns nothing about what is stored.
+    assert record.invoke(lead, config=other) == (
+        "Saved: we'll contact ana@example.com about fleet pricing.")
     assert context.store.lead_count() == 1
 
 

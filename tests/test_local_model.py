@@ -10,15 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from treadwise.agent import Agent, TextDelta, TurnFinished
 from treadwise.agent.prompts import build_system_prompt
 from treadwise.models import available_specs, label, resolve_model
-from treadwise.models.llamacpp import Generation, engine
+from treadwise.models.llamacpp import engine
 from treadwise.models.local import model_path
+from treadwise.models.local_turn import LocalTurn
 from treadwise.personas import get_persona
 from treadwise.settings import Settings
 from treadwise.tools import ToolContext, get_tools
@@ -59,13 +59,14 @@ def test_the_cli_answers_with_the_local_model_and_counts_tokens_with_its_tokeniz
     data = json.loads(done.stdout)
     assert data["error"] is None and data["answer"].strip()
     assert data["model"] == SPEC and data["llm_calls"] == 1
-    # The exact prompt the CLI's one call read, counted by llama.cpp's own tokenizer.
+    # "hello" needs no tool: the one call read the persona's essentials and the message,
+    # counted by llama.cpp's own tokenizer.
     tools = [convert_to_openai_tool(t) for t in get_tools(
         "math", "business", context=ToolContext(Path(data["thread_id"])))]
-    prompt = "".join(local.prompt([SystemMessage(build_system_prompt(get_persona("friendly"))),
-                                   HumanMessage("hello")], tools))
+    turn = local.turn([SystemMessage(build_system_prompt(get_persona("friendly"))),
+                       HumanMessage("hello")], tools)
     tokenizer = engine(local.model_path)
-    assert data["usage"]["input_tokens"] == tokenizer.count(prompt)
+    assert data["usage"]["input_tokens"] == tokenizer.count("".join(turn.prose_blocks()))
     assert 0 < data["usage"]["output_tokens"] <= 32
     assert abs(data["usage"]["output_tokens"] - tokenizer.count(data["answer"])) <= 2
 
@@ -138,17 +139,47 @@ def plain_turn_still_works(local, data_dir) -> bool:
     return result.error is None and bool(result.answer)
 
 
-def test_malformed_tool_call_json_becomes_an_invalid_tool_call(local):
+class ScriptedEngine:
+    """Replies with the given pieces whatever the prompt: for what is read back from them."""
+
+    def __init__(self, *replies: list[str]):
+        self.replies = list(replies)
+
+    def block_tokens(self, text: str) -> tuple[int, ...]:
+        return tuple(range(len(text) // 4))
+
+    def generate(self, blocks, *, stats, **_: object):
+        pieces = self.replies.pop(0)
+        stats.output_tokens = len(pieces)
+        yield from pieces
+
+
+def test_free_decoding_reads_malformed_json_as_an_invalid_call_and_never_streams_syntax(local):
     tools = [convert_to_openai_tool(t) for t in get_tools("math", context=ToolContext(Path(".")))]
-    reply = ['<tool_call>{"name": "add", "arguments": {"a": 5,, }}</tool_call>']
-    message = generate_from_stream(local._chunks(iter(reply), tools, Generation())).generations[0]
-    assert not message.message.tool_calls
-    assert [c["name"] for c in message.message.invalid_tool_calls] == ["add"]
-    good = ['<tool_', 'call>{"name": "add", "arguments": {"a": 5, "b": 4}}</tool_call>']
-    streamed = list(local._chunks(iter(good), tools, Generation()))
-    assert all(c.message.text == "" for c in streamed), "call syntax must not stream as text"
-    assert generate_from_stream(iter(streamed)).generations[0].message.tool_calls[0]["args"] == \
-        {"a": 5, "b": 4}
+    free = local.model_copy(update={"decoding": "free", "routing": "none"})
+    messages = [*SHORT, HumanMessage("Add 5 and 4")]
+
+    def reply(*pieces: str):
+        turn = LocalTurn(ScriptedEngine(list(pieces)), free.options(), messages, tools)
+        return "".join(turn.run()), turn.calls
+
+    text, calls = reply('<tool_call>{"name": "add", "arguments": {"a": 5,, }}</tool_call>')
+    assert text == "" and [(c.name, c.args) for c in calls] == [("add", None)]
+    text, calls = reply("<tool_", 'call>{"name": "add", "arguments": {"a": 5, "b": 4}}',
+                        "</tool_call>")
+    assert text == "" and [(c.name, c.args) for c in calls] == [("add", {"a": 5, "b": 4})]
+    text, calls = reply("The answer", " is 9.")
+    assert text == "The answer is 9." and calls == []
+
+
+def test_a_constrained_call_cut_off_by_its_token_limit_is_no_call_but_an_answer(local):
+    tools = [convert_to_openai_tool(t) for t in get_tools("math", context=ToolContext(Path(".")))]
+    held = local.model_copy(update={"decoding": "constrained", "routing": "none"})
+    engine_ = ScriptedEngine(['<tool_call>{"name": "add", "arguments": {"a": 5'],
+                             ["I could not work that out."])
+    turn = LocalTurn(engine_, held.options(), [*SHORT, HumanMessage("Add 5 and 4")], tools)
+    assert "".join(turn.run()) == "I could not work that out." and turn.calls == []
+    assert [s.step for s in turn.steps] == ["call", "answer"]
 
 
 def test_a_missing_runtime_or_gguf_is_one_line_naming_what_to_install(monkeypatch, capsys):

@@ -11,7 +11,7 @@ import pytest
 from treadwise.tools import ENTRY_POINT_GROUP, ToolContext, available_toolsets, get_tools
 
 BUSINESS = {"get_business_info", "get_tire_recommendation", "check_service_availability",
-            "record_customer_interest", "record_feedback"}
+            "record_customer_interest", "record_feedback", "delete_customer_data"}
 MATH = {"add", "subtract", "multiply", "divide", "power", "square", "square_root", "calculate",
         "integrate", "differentiate", "solve_equation", "analyze_function", "plot_area"}
 
@@ -79,7 +79,7 @@ def test_an_unknown_toolset_name_is_a_clear_error(context) -> None:
         get_tools("maths", context=context)
 
 
-def test_the_business_toolset_has_its_five_tools(context) -> None:
+def test_the_business_toolset_has_its_six_tools(context) -> None:
     assert {tool.name for tool in get_tools("business", context=context)} == BUSINESS
 
 

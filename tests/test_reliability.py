@@ -193,10 +193,11 @@ def test_injection_in_the_user_message_stores_at_most_one_lead(data_dir):
     agent = Agent(Settings(data_dir=data_dir), toolsets=("business",),
                   models={"gullible": model})
     result = agent.run(message, model="gullible")
-    # Nobody asked to be contacted: the policy refuses every one of the fifty.
-    assert Store(data_dir).lead_count() == 0 and "has not asked to be contacted" in result.answer
+    # Nobody asked to be contacted: the policy refuses every one of the fifty (and the
+    # customer reads a plain question, not the policy's reasons).
+    assert Store(data_dir).lead_count() == 0 and "Would you like our team" in result.answer
     consenting = agent.run(f"Please contact me about fleet pricing. {message}", model="gullible")
-    assert Store(data_dir).lead_count() == 1 and "already recorded" in consenting.answer
+    assert Store(data_dir).lead_count() == 1 and "passed your request on once" in consenting.answer
     offline = Agent(Settings(data_dir=data_dir / "offline"), toolsets=("business",))
     offline.run(message)
     leads = Store(data_dir / "offline").leads()

@@ -81,7 +81,7 @@ def test_routing_off_binds_every_tool_and_puts_the_business_profile_in_the_promp
     assert "$25 per tire" not in system_text(model, 1)
     assert len(system_text(model, 2)) < len(system_text(model, 0)) / 3
     assert off.routing == {"mode": "off", "toolsets": None}
-    assert off.calls.per_call[0].toolsets is None and off.calls.per_call[0].tools == 19
+    assert off.calls.per_call[0].toolsets is None and off.calls.per_call[0].tools == 20
 
 
 def test_an_unknown_routing_mode_is_a_clear_error_not_a_crash(agent):
@@ -135,7 +135,7 @@ def test_every_call_is_recorded_with_its_tokens_and_the_bytes_it_sent(data_dir, 
     assert not any(r.usage_estimated for r in records)
     assert max(server.sizes[:2]) < min(server.sizes[2:]) / 2.5
     calls = result.to_json()["calls"]
-    assert calls[0] == {"stage": "reason", "toolsets": ["business"], "tools": 5,
+    assert calls[0] == {"stage": "reason", "toolsets": ["business"], "tools": 6,
                         "input_tokens": 321, "output_tokens": 12,
                         "request_bytes": server.sizes[0], "usage_estimated": False}
 

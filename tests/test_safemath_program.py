@@ -22,6 +22,10 @@ def test_a_program_shows_each_assignment_and_its_result():
     ("import os", "`Import` is not allowed"),
     ("x = __import__('os')", "not an allowed function"),
     ("a = (1).__class__", "attribute access"),
+    # What was refused, by name: not "`this` is not an allowed function".
+    ("'{0.__class__}'.format(1)", "attribute access and method calls (`.format`)"),
+    ("a = sin(x).diff(x)", "attribute access and method calls (`.diff`)"),
+    ("a = sqrt(2)(3)", "only the named math functions can be called"),
     ("a = [1, 2]", "lists are not allowed"),
     ("for i in x: pass", "`For` is not allowed"),
     ("def f(): return 1", "`FunctionDef` is not allowed"),

@@ -112,7 +112,7 @@ def echoing_model(key: str):
             {"name": "record_customer_interest", "id": "l1", "type": "tool_call",
              "args": {"email": "ana@fleetco.com", "name": key, "message": f"wants {key}"}},
             {"name": "record_feedback", "id": "f1", "type": "tool_call",
-             "args": {"question": f"what is {key}?"}}])
+             "args": {"question": f"what is {key} for fleet pricing?"}}])
 
     return reply
 
@@ -135,7 +135,8 @@ def test_a_typed_key_is_redacted_before_any_store_or_export(monkeypatch, data_di
                      f"fleet pricing for {OPENAI_KEY}", thread_id="T")
     assert [s.name for s in lead.tool_calls] == ["record_customer_interest"]
     agent.run(f"What does {OPENAI_KEY} unlock?", thread_id="T")
-    echoed = agent.run("Please contact me at ana@fleetco.com", model="echo", thread_id="E")
+    echoed = agent.run("Please contact me at ana@fleetco.com about fleet pricing", model="echo",
+                       thread_id="E")
     assert all(step.error is None for step in echoed.tool_calls)
     store = Store(data_dir)
     assert store.lead_count() == 2 and store.feedback_count() == 2

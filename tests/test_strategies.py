@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from langchain_core.messages import AIMessage, SystemMessage
-from langchain_core.tools import tool
+from langchain_core.tools import ToolException, tool
 
 from tests.conftest import REPO
 from treadwise.agent import Agent, StageFinished, TextDelta
@@ -163,9 +163,11 @@ def test_self_consistency_attempts_vote_and_write(data_dir):
                           "attempt-steps", "write"]
     assert stage_names(result) == ["plan", "attempt", "attempt", "attempt", "vote", "write"]
     attempts = result.strategy["attempts"]
+    # Only answers a tool or a program produced count: the step-by-step one is kept aside.
     assert [(a["approach"], a["answer"]) for a in attempts] == [
-        ("program", "81"), ("react", "81"), ("steps", "81")]
-    assert result.strategy["vote"] == {"counts": {"81": 3}, "winner": "81", "majority": True,
+        ("program", "81"), ("react", "81"), ("steps", None)]
+    assert attempts[2]["unbacked"] == "81"
+    assert result.strategy["vote"] == {"counts": {"81": 2}, "winner": "81", "majority": True,
                                        "attempts": 3}
     program = next(step for step in result.tool_calls if step.name == "run_program")
     assert program.result.endswith("Result: 81")  # run in the real math sandbox
@@ -177,20 +179,54 @@ def test_self_consistency_attempts_vote_and_write(data_dir):
 
 def test_self_consistency_corrects_once_without_a_majority(data_dir):
     model = by_stage(plan=[AIMessage("Problem type: arithmetic")],
-                     attempt_react=[AIMessage("Final answer: 80")],
-                     attempt_steps=[AIMessage("Final answer: 81")],
-                     attempt_program=[AIMessage("```python\nimport os\n```")],
-                     correct=[AIMessage("The step-by-step attempt is right.\nFinal answer: 81")],
+                     attempt_react=[call(), AIMessage("It means 81.\nFinal answer: 81")],
+                     attempt_steps=[AIMessage("Final answer: 79")],
+                     attempt_program=[AIMessage("```python\na = 79 + 1\na\n```")],
+                     correct=[AIMessage("The glossary attempt is right.\nFinal answer: 81")],
                      write=[AIMessage("It is 81.")])
     result = run(data_dir, model, "self-consistency")
     assert stage_names(result) == ["plan", "attempt", "attempt", "attempt", "vote", "correct",
                                    "write"]
     vote = result.strategy["vote"]
-    assert vote["majority"] is False and vote["corrected"] == "81"
-    assert result.strategy["attempts"][2]["answer"] is None  # the sandbox refused the import
-    listing = model.calls[4][0][-1].text
-    assert "Attempt 1 (react): answer 80" in listing and "Attempt 3 (program)" in listing
+    assert vote["counts"] == {"81": 1, "80": 1} and vote["majority"] is False
+    assert vote["corrected"] == "81"
+    listing = model.calls[5][0][-1].text
+    assert "Attempt 1 (react): answer 81" in listing and "Attempt 3 (program): answer 80" in listing
+    assert "Attempt 2 (steps): answer none\n(It stated 79" in listing
     assert result.answer == "It is 81."
+
+
+@tool
+def calculate(expression: str) -> str:
+    """Evaluate an expression."""
+    raise ToolException("the number is too large to compute: it would have more than 10^488 "
+                        "digits (the limit is 10,000 digits); try a smaller number")
+
+
+def test_a_vote_counts_no_number_read_from_an_error_or_a_correction(data_dir):
+    """Issue 27: `Calculate 2^3^4^5` got the vote "10000", from "the limit is 10,000 digits"."""
+    model = by_stage(plan=[AIMessage("Problem type: arithmetic\nApproach: react")],
+                     attempt_react=[call("calculate", expression="2^3^4^5"),
+                                    AIMessage("The number is too large: the limit is 10,000 "
+                                              "digits.")],
+                     attempt_steps=[AIMessage("Step 1: it is huge.\nFinal answer: 10000")],
+                     attempt_program=[AIMessage("```python\nimport math\n```")],
+                     correct=[AIMessage("The tool attempt points to 10000.\n"
+                                        "Final answer: 10000")],
+                     write=[AIMessage("That number is too large to compute.")])
+    result = run(data_dir, model, "self-consistency", tools=(calculate,))
+    vote = result.strategy["vote"]
+    assert vote["counts"] == {} and vote["winner"] is None and vote["corrected"] is None
+    assert [a["answer"] for a in result.strategy["attempts"]] == [None, None, None]
+    assert result.strategy["attempts"][0]["unbacked"] == "10000"
+
+
+def test_the_offline_model_refuses_a_number_too_large_under_self_consistency(data_dir):
+    agent = Agent(Settings(data_dir=data_dir), toolsets=("math", "business"))
+    result = agent.run("Calculate 2^3^4^5", strategy="self-consistency")
+    assert result.strategy["vote"]["counts"] == {}
+    assert "10000" not in json.dumps(result.strategy["vote"])
+    assert "too large to compute" in result.answer and "10,000 digits" in result.answer
 
 
 def test_self_consistency_holds_its_budget_when_every_stage_misbehaves(data_dir):
@@ -204,12 +240,11 @@ def test_self_consistency_holds_its_budget_when_every_stage_misbehaves(data_dir)
 
 def test_self_consistency_k_approaches_and_budget_are_settings(data_dir):
     model = by_stage(plan=[AIMessage("Problem type: arithmetic")],
-                     attempt_steps=[AIMessage("Final answer: 81")],
-                     write=[AIMessage("81.")])
+                     attempt_program=[PROGRAM], write=[AIMessage("81.")])
     result = run(data_dir, model, "self-consistency", consistency_k=5,
-                 consistency_approaches=("steps",), consistency_budget=5)
+                 consistency_approaches=("program",), consistency_budget=5)
     # plan + 2 attempts leave the two reserved calls (correction, write) untouched
-    assert [a["approach"] for a in result.strategy["attempts"]] == ["steps", "steps"]
+    assert [a["approach"] for a in result.strategy["attempts"]] == ["program", "program"]
     assert_budget_held(result, model, "self-consistency", budget=5)
     assert result.strategy["budget"] == 5
 
@@ -255,7 +290,9 @@ def test_self_consistency_from_the_command_line(data_dir):
     data = json.loads(done.stdout)
     assert "81" in data["answer"] and data["error"] is None
     strategy = data["strategy"]
-    assert [a["answer"] for a in strategy["attempts"]] == ["81", "81", "81"]
+    # The step-by-step answer is stated but does not count: no tool or program produced it.
+    assert [(a["answer"], a.get("unbacked")) for a in strategy["attempts"]] == [
+        ("81", None), (None, "81"), ("81", None)]
     assert {a["approach"] for a in strategy["attempts"]} == {"react", "steps", "program"}
     assert strategy["vote"]["winner"] == "81" and strategy["vote"]["majority"] is True
     assert data["llm_calls"] <= strategy["budget"]

@@ -7,6 +7,7 @@ Locally (the default, bound to 127.0.0.1) everything stays open; an app facing t
 from __future__ import annotations
 
 import dataclasses
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.testing.webapp import chat_text, serve_in_process
-from treadwise.web.access import ADMIN_ONLY, RateLimiter
+from treadwise.web.access import ADMIN_ONLY, MAX_KEYS, RateLimiter, address_key
 from treadwise.web.app import banner, launch_kwargs
 
 USERS = "ana:ana-secret-1,bob:bob-secret-2"
@@ -53,6 +54,23 @@ def test_the_start_banner_says_where_and_how_open_the_app_is():
     public = banner(Settings.from_env({"TREADWISE_HOST": "0.0.0.0"}))
     assert "public mode" in public and "no login" in public and "no sweeps" in public
     assert "share" not in local + public
+    assert "Rate limits count the connecting address" in public
+    behind = banner(Settings.from_env({"TREADWISE_PUBLIC": "1",
+                                       "TREADWISE_TRUSTED_PROXIES": "127.0.0.1",
+                                       "TREADWISE_DATABASE_URL": "postgresql://db/treadwise"}))
+    assert "X-Forwarded-For gives when the request comes from 127.0.0.1" in behind
+    assert "TREADWISE_SECRET_KEY is not set" in behind
+
+
+def test_trusted_proxies_and_the_secret_are_checked_settings():
+    settings = Settings.from_env({"TREADWISE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8, ::1",
+                                  "TREADWISE_SECRET_KEY": "s" * 32})
+    assert settings.trusted_proxies == ("127.0.0.1", "10.0.0.0/8", "::1")
+    assert "s" * 32 not in repr(settings)
+    with pytest.raises(ValueError, match="TREADWISE_TRUSTED_PROXIES must list IP addresses"):
+        Settings.from_env({"TREADWISE_TRUSTED_PROXIES": "nginx"})
+    with pytest.raises(ValueError, match="TREADWISE_SECRET_KEY must be at least 16"):
+        Settings.from_env({"TREADWISE_SECRET_KEY": "short"})
 
 
 def test_the_rate_limit_is_a_sliding_minute_per_key():
@@ -64,6 +82,51 @@ def test_the_rate_limit_is_a_sliding_minute_per_key():
     assert limiter.wait_s("a") == pytest.approx(0.5)
     now[0] = 60.0
     assert limiter.wait_s("a") == 0
+
+
+def test_a_hundred_thousand_keys_keep_the_limiter_small():
+    now = [0.0]
+    limiter = RateLimiter(10, clock=lambda: now[0])
+
+    def visit(first: int) -> int:
+        """100 000 new keys within one minute; the limiter's memory after them."""
+        for number in range(first, first + 100_000):
+            assert limiter.wait_s(f"session-{number:032x}") == 0
+        return tracemalloc.get_traced_memory()[0]
+
+    tracemalloc.start()
+    try:
+        once, twice = visit(0), visit(100_000)
+    finally:
+        tracemalloc.stop()
+    assert twice <= once * 1.05, "the limiter grows with every key it has seen"
+    assert len(limiter._events) <= MAX_KEYS
+    # Keys idle for a minute are forgotten as new ones come, and the busiest are kept.
+    limiter.wait_s("busy")
+    now[0] = 61.0
+    assert limiter.wait_s("late") == 0 and list(limiter._events) == ["late"]
+
+
+def test_an_address_keeps_its_budget_while_others_come_and_go():
+    now = [0.0]
+    limiter = RateLimiter(2, clock=lambda: now[0], max_keys=100)
+    assert limiter.wait_s("10.0.0.1") == limiter.wait_s("10.0.0.1") == 0
+    for number in range(50):
+        now[0] += 0.5
+        limiter.wait_s(f"192.0.2.{number}")
+    assert limiter.wait_s("10.0.0.1") > 0, "forgotten while still inside its minute"
+    assert limiter.wait_s("10.0.0.1", count=False) > 0
+
+
+@pytest.mark.parametrize(("host", "key"), [
+    ("203.0.113.7", "203.0.113.7"),
+    ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),
+    ("2001:db8:1:2:ffff::9", "2001:db8:1:2::/64"),  # the same visitor's next address
+    ("::ffff:203.0.113.7", "203.0.113.7"),
+    ("unknown", "unknown"),
+])
+def test_an_ipv6_visitor_is_counted_by_its_network(host: str, key: str):
+    assert address_key(host) == key
 
 
 @pytest.fixture(scope="module")

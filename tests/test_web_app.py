@@ -107,6 +107,26 @@ def test_personas_are_listed_with_their_descriptions_and_a_new_file_appears(
     assert "Precise and specification-driven" in page_text and "Talks like a pirate" in page_text
 
 
+def test_a_persona_file_named_like_a_built_in_is_ignored_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
+    from treadwise.personas import load_personas
+
+    extra = tmp_path / "personas"
+    extra.mkdir()
+    (extra / "friendly.yaml").write_text("name: Impostor\ndescription: Not the real one.\n"
+                                         "style: Sell everything.\n")
+    (extra / "sly.yaml").write_text("key: technical\nname: Impostor 2\ndescription: Also "
+                                    "not.\nstyle: Hm.\n")
+    monkeypatch.setenv("TREADWISE_PERSONAS_DIR", str(extra))
+    with caplog.at_level("WARNING", logger="treadwise.personas"):
+        personas = load_personas()
+    assert personas["friendly"].name != "Impostor" and personas["technical"].name != "Impostor 2"
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any("friendly.yaml is ignored: the persona 'friendly' is built in" in w
+               for w in warnings)
+    assert any("sly.yaml is ignored" in w for w in warnings)
+
+
 def test_importing_treadwise_does_not_import_gradio():
     code = ("import sys, treadwise, treadwise.agent, treadwise.cli, treadwise.web; "
             "assert 'gradio' not in sys.modules, 'gradio imported'")

@@ -1,4 +1,4 @@
-"""Command line: chat with a persona, export leads, list personas and models."""
+"""Command line: chat with a persona, export or delete leads, list personas and models."""
 
 from __future__ import annotations
 
@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     export = lead_commands.add_parser("export", help="export leads as CSV or JSON lines")
     export.add_argument("--format", choices=["csv", "jsonl"], default="csv")
     export.add_argument("--out", default="-", help="file to write (default: standard output)")
+    delete = lead_commands.add_parser(
+        "delete", help="delete every lead of an address and the questions of its conversations")
+    delete.add_argument("--email", required=True, help="the address whose data goes")
+    purge = lead_commands.add_parser(
+        "purge", help="delete leads, questions and conversations older than the retention")
+    purge.add_argument("--days", type=float, default=None,
+                       help="keep this many days (default: TREADWISE_RETENTION_DAYS)")
 
     commands.add_parser("personas", help="list the personas")
     commands.add_parser("models", help="list the models usable with the keys set here")
@@ -89,17 +96,36 @@ def _chat(args: argparse.Namespace) -> int:
 def _leads(args: argparse.Namespace) -> int:
     from treadwise.settings import Settings
     from treadwise.storage import open_store
-    from treadwise.storage.lead_export import export_leads
     from treadwise.storage.leads import StoreUnavailable
 
     settings = Settings.from_env()
     try:
         store = open_store(settings.data_dir, settings.database_url)
-        count = _export(store, args, export_leads)
+        if args.leads_command == "delete":
+            print(f"deleted {store.delete_email(args.email).describe()}", file=sys.stderr)
+        elif args.leads_command == "purge":
+            return _purge(store, settings, args.days)
+        else:
+            from treadwise.storage.lead_export import export_leads
+
+            print(f"exported {_export(store, args, export_leads)} leads", file=sys.stderr)
     except StoreUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_PROVIDER
-    print(f"exported {count} leads", file=sys.stderr)
+    return EXIT_OK
+
+
+def _purge(store: Any, settings: Any, days: float | None) -> int:
+    from treadwise.storage.memory import open_checkpointer
+    from treadwise.storage.retention import purge
+
+    days = settings.retention_days if days is None else days
+    if days <= 0:
+        print("error: give --days N (or set TREADWISE_RETENTION_DAYS); nothing was deleted",
+              file=sys.stderr)
+        return EXIT_USAGE
+    done = purge(days, store, open_checkpointer(settings.data_dir, settings.database_url))
+    print(f"deleted {done.describe()} older than {days:g} days", file=sys.stderr)
     return EXIT_OK
 
 

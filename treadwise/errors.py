@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import email.utils
-import os
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-SECRET_ENV_RE = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|AUTH)", re.IGNORECASE)
-KEY_SHAPES_RE = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})")
-# The password in a connection URL (scheme://user:password@host) or a libpq "password=..." pair.
-URL_PASSWORD_RE = re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^:/@\s]*:)[^@\s/]+(@)", re.IGNORECASE)
-CONNINFO_PASSWORD_RE = re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+from treadwise.redaction import redact
 
 
 class ModelConfigError(ValueError):
@@ -45,33 +39,6 @@ class FriendlyError:
 
     def to_dict(self) -> dict[str, str]:
         return {"type": self.type, "message": self.message}
-
-
-ALWAYS_SECRET = ("OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY",
-                 "TREADWISE_AUTH")
-_secret_names: tuple[int, tuple[str, ...]] = (-1, ())
-
-
-def _secret_variables() -> tuple[str, ...]:
-    """Names of secret-looking variables; rescanned whenever a variable comes or goes (this
-    runs on every model reply, and decoding the whole environment each time is not free)."""
-    global _secret_names
-    size = len(os.environ)
-    if _secret_names[0] != size:
-        found = {name for name in os.environ if SECRET_ENV_RE.search(name)}
-        _secret_names = (size, tuple(sorted(found | set(ALWAYS_SECRET))))
-    return _secret_names[1]
-
-
-def redact(text: str) -> str:
-    """Remove every secret the environment holds, and anything shaped like an API key."""
-    for name in _secret_variables():
-        value = os.environ.get(name)
-        if value and len(value) >= 6 and value in text:
-            text = text.replace(value, "[redacted]")
-    text = URL_PASSWORD_RE.sub(r"\1[redacted]\2", text)
-    text = CONNINFO_PASSWORD_RE.sub(r"\1[redacted]", text)
-    return KEY_SHAPES_RE.sub("[redacted]", text)
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:

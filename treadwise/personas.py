@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -11,6 +12,7 @@ from treadwise.datafiles import read_yaml_mapping
 
 PACKAGED_DIR = Path(__file__).with_name("personas")
 DEFAULT_PERSONA = "friendly"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,11 @@ def _load_all(dirs: tuple[Path, ...]) -> dict[str, Persona]:
     for directory in dirs:
         for path in sorted(directory.glob("*.yaml")):
             persona = _read(path)
+            if directory != PACKAGED_DIR and persona.key in found:
+                # A built-in is never replaced behind the operator's back: the file is skipped.
+                log.warning("persona file %s is ignored: the persona %r is built in; give the "
+                            "file another name (or key)", path, persona.key)
+                continue
             found[persona.key] = persona
     return dict(sorted(found.items(), key=lambda kv: (kv[1].order, kv[0])))
 

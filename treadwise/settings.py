@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ DEFAULT_MAX_INPUT_CHARS = 4000
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 PUBLIC_SESSION_RATE = 10.0  # messages per minute per session, when the app faces the network
 CONSISTENCY_APPROACHES = ("react", "steps", "program")
+MIN_SECRET_CHARS = 16
 # on: routed tools and the compact prompt; compact: the compact prompt with every tool;
 # off: every tool and the business profile in the system prompt (the requests of before).
 ROUTING_MODES = ("on", "compact", "off")
@@ -25,6 +27,13 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError as exc:
         raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
+def _days(env: Mapping[str, str], name: str) -> float:
+    days = _float(env, name, 0.0)
+    if days < 0:
+        raise ValueError(f"{name} must be 0 (keep everything) or a number of days")
+    return days
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool | None:
@@ -52,6 +61,25 @@ def _users(raw: str) -> tuple[tuple[str, str], ...]:
                              "separated by commas)")
         users.append((user, password))
     return tuple(users)
+def _proxies(env: Mapping[str, str]) -> tuple[str, ...]:
+    """TREADWISE_TRUSTED_PROXIES: addresses or networks (CIDR) whose X-Forwarded-For counts."""
+    proxies = _names(env, "TREADWISE_TRUSTED_PROXIES")
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise ValueError("TREADWISE_TRUSTED_PROXIES must list IP addresses or networks "
+                             f"such as 127.0.0.1 or 10.0.0.0/8 (got {proxy!r})") from None
+    return proxies
+
+
+def _secret(env: Mapping[str, str]) -> str | None:
+    raw = env.get("TREADWISE_SECRET_KEY", "").strip()
+    if raw and len(raw) < MIN_SECRET_CHARS:
+        raise ValueError(f"TREADWISE_SECRET_KEY must be at least {MIN_SECRET_CHARS} characters")
+    return raw or None
+
+
 def _database_url(env: Mapping[str, str]) -> str | None:
     raw = env.get("TREADWISE_DATABASE_URL", "").strip()
     if not raw:
@@ -83,6 +111,10 @@ class Settings:
     public_models: tuple[str, ...] = ("offline",)
     admins: tuple[str, ...] = ()  # users of `auth` who may sweep and name any model
     session_rate: float = 0.0  # messages per minute per session; 0: no limit
+    # Reverse proxies whose X-Forwarded-For names the client; nobody else's header counts.
+    trusted_proxies: tuple[str, ...] = ()
+    # Signs conversation links; unset, one is generated into the data dir (per replica).
+    secret_key: str | None = field(default=None, repr=False)
     # postgresql://user:password@host/db: memory, leads and feedback in PostgreSQL, shared by
     # every replica. Kept out of repr so a logged Settings never shows the password.
     database_url: str | None = field(default=None, repr=False)
@@ -93,6 +125,9 @@ class Settings:
     # A shared sweep's claim on a case lasts this long past its worker's last heartbeat; a
     # worker that dies leaves its cases to the others after at most this long.
     sweep_claim_s: float = 60.0
+    # Leads, questions and conversations older than this many days are deleted (when the app
+    # or CLI starts, and by `python -m treadwise leads purge`); 0 keeps them.
+    retention_days: float = 0.0
     # Tool routing and the compact prompt (agent/routing.py): on, compact or off.
     routing: str = "on"
 
@@ -121,6 +156,8 @@ class Settings:
             admins=_names(env, "TREADWISE_ADMINS") or tuple(user for user, _ in auth),
             session_rate=_float(env, "TREADWISE_SESSION_RATE",
                                 PUBLIC_SESSION_RATE if public else 0.0),
+            trusted_proxies=_proxies(env),
+            secret_key=_secret(env),
             database_url=_database_url(env),
             consistency_k=int(_float(env, "TREADWISE_CONSISTENCY_K", 3)),
             consistency_approaches=tuple(
@@ -128,6 +165,7 @@ class Settings:
             or CONSISTENCY_APPROACHES,
             consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
             sweep_claim_s=_float(env, "TREADWISE_SWEEP_CLAIM_S", 60.0),
+            retention_days=_days(env, "TREADWISE_RETENTION_DAYS"),
             routing=env.get("TREADWISE_ROUTING", "").strip().lower() or "on",
         )
 

@@ -22,6 +22,7 @@ from langchain_core.messages import (
 )
 
 from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, start_calls, within
+from treadwise.agent.policy import erase_on_request, for_customer
 from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
@@ -149,6 +150,7 @@ class Agent:
                  models: dict[str, Any] | None = None,
                  system_prompt: Any = None):
         from treadwise.storage.memory import open_checkpointer
+        from treadwise.storage.retention import apply_retention
         from treadwise.tools import ToolContext, get_tools
         from treadwise.tools.web import web_search_enabled
 
@@ -163,6 +165,7 @@ class Agent:
         self.tool_groups = group_of(tool.name for tool in tools)
         self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir,
                                                               self.settings.database_url)
+        apply_retention(self.settings, self.checkpointer)
         self.system_prompt = system_prompt
         self._graphs: dict[str, Any] = {}
         self.graph = self.graph_for(DEFAULT_STRATEGY)
@@ -381,7 +384,8 @@ class Agent:
         result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
         if ai and result.error is None:
             last = ai[-1]
-            result.answer = redact(last.text).strip()
+            answer = for_customer(redact(last.text), turn)
+            result.answer = erase_on_request(answer, messages, self.tools, thread_id).strip()
             result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap"))
 
     def history(self, thread_id: str) -> list[AnyMessage]:

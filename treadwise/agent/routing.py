@@ -29,7 +29,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "calculus": ("integrate", "differentiate", "solve_equation", "analyze_function", "limit",
                  "plot_area", "calculate"),
     "business": ("get_business_info", "get_tire_recommendation", "check_service_availability",
-                 "record_customer_interest", "record_feedback"),
+                 "record_customer_interest", "record_feedback", "delete_customer_data"),
     "program": ("run_program",),
     "web": ("web_search",),
 }

@@ -6,12 +6,15 @@ from treadwise.models.registry import (
     available_specs,
     default_spec,
     display_name,
+    expectation,
     label,
     loading_message,
+    model_settings,
     parse_spec,
     provider,
     resolve_model,
 )
 
 __all__ = ["OFFLINE_LABEL", "PROVIDERS", "available_specs", "default_spec", "display_name",
-           "label", "loading_message", "parse_spec", "provider", "resolve_model"]
+           "expectation", "label", "loading_message", "model_settings", "parse_spec",
+           "provider", "resolve_model"]

@@ -1,4 +1,4 @@
-"""ChatML prompts for local models: a short tools section, and tool calls read back from text."""
+"""ChatML for local models: messages as prompt blocks, and tool calls read back from text."""
 
 from __future__ import annotations
 
@@ -18,29 +18,15 @@ _NAME = re.compile(r'"(?:name|function)"\s*:\s*"([^"]+)"')
 _CALL_SYNTAX = re.compile(r"^\s*([A-Za-z_]\w*)\((.*)\)\s*\.?\s*$", re.S)
 TRIMMED_NOTE = "(Shortened: use the tools for anything not written here.)"
 ARG_KEYS = ("arguments", "parameters", "args", "input")
-# A 135M model follows a few lines, not pages: each tool is one line with its first sentence.
-TOOLS_INTRO = (
-    "You can use tools. To use one, reply with only this line and nothing else:\n"
-    '<tool_call>{"name": "TOOL", "arguments": {"ARG": VALUE}}</tool_call>\n'
-    "Then wait for the result and answer with it. Tools:"
-)
 
 
-def _summary(text: str, words: int = 12) -> str:
-    """The description's first clause, at most a dozen words."""
+def summary(text: str, words: int = 12) -> str:
+    """A tool description's first clause, at most a dozen words: a 135M model follows a few
+    lines, not pages."""
     line = " ".join((text or "").split())
     line = re.split(r"[.:;(]\s|\s\(|[.:;]$", line, maxsplit=1)[0]
     cut = line.split(" ")
     return " ".join(cut[:words]) + ("..." if len(cut) > words else "")
-
-
-def _signature(tool: Mapping[str, Any]) -> str:
-    function = tool.get("function", tool)
-    params = function.get("parameters") or {}
-    required = set(params.get("required") or ())
-    names = [n if n in required else f"{n}?" for n in (params.get("properties") or {})]
-    summary = _summary(function.get("description", ""))
-    return f"- {function['name']}({', '.join(names)}): {summary}"
 
 
 def tool_choice_name(tool_choice: Any) -> str | None:
@@ -50,37 +36,6 @@ def tool_choice_name(tool_choice: Any) -> str | None:
     if isinstance(tool_choice, str) and tool_choice not in ("auto", "none", "any", "required"):
         return tool_choice
     return None
-
-
-def examples() -> str:
-    """Two worked exchanges after the system message. A 135M model ignored the instructions
-    alone on every test prompt; with examples to copy it sometimes calls a tool. They are maths
-    only, so no business fact in them can be repeated as if it were true."""
-    from langchain_core.messages import HumanMessage
-
-    turns: list[BaseMessage] = []
-    for question, tool, args, result, answer in (
-            ("What is 2 plus 3?", "add", {"a": 2, "b": 3}, "2 + 3 = 5", "2 plus 3 is 5."),
-            ("What is the square root of 49?", "square_root", {"x": 49}, "sqrt(49) = 7",
-             "The square root of 49 is 7.")):
-        call_id = f"example_{tool}"
-        turns += [HumanMessage(question),
-                  AIMessage("", tool_calls=[{"name": tool, "args": args, "id": call_id}]),
-                  ToolMessage(result, tool_call_id=call_id, name=tool), AIMessage(answer)]
-    return "".join(render_message(m) for m in turns)
-
-
-def tools_section(tools: Sequence[Mapping[str, Any]], tool_choice: Any = None) -> str:
-    """The lines appended to the system message; empty when tools are off for this call."""
-    if not tools or tool_choice == "none":
-        return ""
-    lines = [TOOLS_INTRO, *(_signature(t) for t in tools)]
-    forced = tool_choice_name(tool_choice)
-    if forced:
-        lines.append(f"Call the tool {forced} now.")
-    elif tool_choice in ("any", "required", True):
-        lines.append("Call one of these tools now.")
-    return "\n".join(lines)
 
 
 def _header(role: str) -> str:
@@ -117,10 +72,9 @@ def system_text(messages: Sequence[BaseMessage]) -> str:
     return "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage)).strip()
 
 
-def system_block(system: str, tools_text: str) -> str:
-    """The system message with the tools section: the same for every call of a persona, so
-    the engine can keep it evaluated between calls."""
-    return _block("system", "\n\n".join(p for p in (system, tools_text) if p))
+def system_block(system: str) -> str:
+    """The system message as the prompt's first block, which the engine keeps evaluated."""
+    return _block("system", system)
 
 
 def fit_paragraphs(text: str, budget: int, count: Callable[[str], int]) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import atexit
 import codecs
+import functools
 import os
 import random
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +19,9 @@ INSTALL_HINT = "python -m pip install -r requirements-local.txt"
 DEFAULT_N_CTX = 8192
 # Room the reply needs at least; a prompt that leaves less is refused rather than cut mid-word.
 MIN_REPLY_TOKENS = 32
-# One system block per persona and tool setting stays ready: three personas, with and without tools.
-SAVED_PREFIXES = 6
+# First blocks kept ready as saved states (about 25 kB a token): a persona with and without tools,
+# the pick step per tool list, the arguments step of the tools in use.
+SAVED_PREFIXES = 12
 # Tokenized prompt blocks kept per engine (a few hundred kB at most).
 BLOCK_CACHE = 512
 
@@ -49,6 +51,16 @@ class Sampling:
     top_k: int = 40
     min_p: float = 0.05
     repeat_penalty: float = 1.15
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A GBNF grammar the reply is held to. Once ``released`` says the text so far is prose,
+    the grammar is dropped for the rest: a grammar is checked against the whole vocabulary at
+    every token, and prose that may say anything gains nothing from it."""
+
+    gbnf: str
+    released: Callable[[str], bool] | None = None
 
 
 def _threads() -> int:
@@ -106,7 +118,7 @@ class LlamaEngine:
         # The prompt blocks whose evaluation the context holds, from position 0.
         self._live: list[tuple[int, ...]] = []
         # System blocks already evaluated, as llama.cpp sequence states (about 25 kB a token).
-        self._saved: dict[tuple[int, ...], tuple[Any, int]] = {}
+        self._saved: dict[tuple[int, ...], Any] = {}
         self._blocks: dict[str, tuple[int, ...]] = {}
         self._stops = {self.llm.token_eos(), *self.tokens("<|im_end|><|im_start|><|endoftext|>")}
 
@@ -129,9 +141,11 @@ class LlamaEngine:
 
     def generate(self, blocks: Sequence[str], *, max_tokens: int, temperature: float,
                  seed: int | None, timeout_s: float, stats: Generation,
-                 sampling: Sampling | None = None) -> Iterator[str]:
+                 sampling: Sampling | None = None,
+                 constraint: Constraint | None = None) -> Iterator[str]:
         """Yield the reply to the prompt ``blocks`` piece by piece (the first block is the
-        system block); ``stats`` holds the counts when it ends."""
+        system block), held to ``constraint`` if given; ``stats`` holds the counts when it
+        ends."""
         deadline = time.monotonic() + timeout_s
         tokens = [self.block_tokens(b) for b in blocks]
         stats.prompt_tokens = sum(map(len, tokens))
@@ -145,7 +159,7 @@ class LlamaEngine:
         try:
             self._load_prompt(tokens, deadline)
             yield from self._sample(min(max_tokens, room), temperature, seed,
-                                    sampling or Sampling(), deadline, stats)
+                                    sampling or Sampling(), deadline, stats, constraint)
         except RuntimeError as exc:
             self._live = []
             raise ModelLimitError(f"The local model failed ({exc}). Please try again.") from None
@@ -168,9 +182,9 @@ class LlamaEngine:
         try:
             if keep:
                 self._live = self._live[:keep]
-                kept = sum(map(len, self._live))
-                self.llm._ctx.kv_cache_seq_rm(-1, kept, -1)
-                self.llm.n_tokens = kept
+                # Llama.eval() drops whatever the context holds past n_tokens before it reads
+                # on, so moving this public counter back is how a kept prefix is reused.
+                self.llm.n_tokens = sum(map(len, self._live))
             else:
                 self._start(blocks[0], deadline)
                 keep = 1
@@ -183,41 +197,25 @@ class LlamaEngine:
 
     def _start(self, head: tuple[int, ...], deadline: float) -> None:
         self._live = []
-        if head in self._saved:
-            self._restore(head)
+        saved = self._saved.pop(head, None)
+        if saved is not None:
+            self._saved[head] = saved  # most recently used last
+            self.llm.load_state(saved)
         else:
             self.llm.reset()
-            self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
             self._eval(list(head), deadline)
             self._save(head)
         self._live = [head]
 
     def _save(self, key: tuple[int, ...]) -> None:
-        import ctypes
-
-        import llama_cpp
-
-        ctx = self.llm._ctx.ctx
-        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
-        self._saved.pop(key, None)
+        state = self.llm.save_state()
+        # save_state copies a logits row per token read (up to n_batch rows, 100 MB for this
+        # vocabulary) although only logits_all models fill them; one row is all load_state
+        # needs to broadcast back, and a few hundred states stay in RAM instead of 600 MB.
+        state.scores = state.scores[-1:].copy()
         while len(self._saved) >= SAVED_PREFIXES:
             self._saved.pop(next(iter(self._saved)))
-        self._saved[key] = (buffer, written)
-
-    def _restore(self, key: tuple[int, ...]) -> None:
-        import llama_cpp
-
-        buffer, size = self._saved.pop(key)
-        self._saved[key] = (buffer, size)  # most recently used last
-        llm = self.llm
-        llm.reset()
-        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buffer, size, 0) != size:
-            raise RuntimeError("restoring a saved prompt failed")
-        llm.input_ids[:len(key)] = key
-        llm.n_tokens = len(key)
+        self._saved[key] = state
 
     def _eval(self, tokens: list[int], deadline: float) -> None:
         step = self.llm.n_batch
@@ -227,24 +225,45 @@ class LlamaEngine:
             self.llm.eval(tokens[start:start + step])
 
     def _sample(self, max_tokens: int, temperature: float, seed: int | None,
-                sampling: Sampling, deadline: float, stats: Generation) -> Iterator[str]:
+                sampling: Sampling, deadline: float, stats: Generation,
+                constraint: Constraint | None = None) -> Iterator[str]:
         llm = self.llm
         llm.set_seed(seed if seed is not None else random.SystemRandom().randrange(2**31))
+        options = {"temp": temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+                   "min_p": sampling.min_p, "repeat_penalty": sampling.repeat_penalty,
+                   "reset": False}
+        released = constraint.released if constraint else None
+        tokens = llm.generate([], grammar=_grammar(constraint.gbnf) if constraint else None,
+                              **options)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         stats.finish_reason = "length"
-        for token in llm.generate([], temp=temperature, top_p=sampling.top_p,
-                                  top_k=sampling.top_k, min_p=sampling.min_p,
-                                  repeat_penalty=sampling.repeat_penalty, reset=False):
-            if token in self._stops:
-                stats.finish_reason = "stop"
-                break
-            stats.output_tokens += 1
-            if text := decoder.decode(llm.detokenize([token])):
-                yield text
-            if stats.output_tokens >= max_tokens:
-                break
-            if time.monotonic() > deadline:
-                raise LocalTimeout("the local model did not finish its reply in time")
+        text = ""
+        try:
+            while (token := next(tokens, None)) is not None:
+                if token in self._stops:
+                    stats.finish_reason = "stop"
+                    break
+                stats.output_tokens += 1
+                if piece := decoder.decode(llm.detokenize([token])):
+                    text += piece
+                    yield piece
+                if stats.output_tokens >= max_tokens:
+                    break
+                if time.monotonic() > deadline:
+                    raise LocalTimeout("the local model did not finish its reply in time")
+                if released is not None and released(text):
+                    released = None
+                    # The token just sampled is not evaluated yet: the free run starts with it.
+                    tokens.close()
+                    tokens = llm.generate([token], **options)
+        finally:
+            tokens.close()
         if tail := decoder.decode(b"", final=True):
             yield tail
 
+
+@functools.lru_cache(maxsize=64)
+def _grammar(gbnf: str) -> Any:
+    from llama_cpp import LlamaGrammar
+
+    return LlamaGrammar.from_string(gbnf, verbose=False)

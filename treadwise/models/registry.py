@@ -19,8 +19,9 @@ from treadwise.settings import Settings
 OFFLINE_LABEL = "offline (rule-based, not an LLM)"
 MAX_SPEC_CHARS = 200
 SHOWN_SPEC_CHARS = 60
-# Provider and model names, and local model paths: nothing that could carry markup or escapes.
-_SPEC_CHARS = re.compile(r"[\w .:/@+~=-]+")
+# Provider and model names, local model paths and their ?setting=value&... (local:smollm2?
+# decoding=free): nothing that could carry markup or escapes.
+_SPEC_CHARS = re.compile(r"[\w .:/@+~=?&-]+")
 ENTRY_POINT_GROUP = "treadwise.models"
 Provider = Callable[[str, float, Settings, Mapping[str, str], int | None], Any]
 # Providers registered at run time (embedding apps, tests); they win over everything else.
@@ -86,7 +87,7 @@ def check_spec(spec: str) -> str:
                                "environment variables (such as OPENAI_API_KEY), never in the spec")
     if not _SPEC_CHARS.fullmatch(spec or "offline"):
         raise ModelConfigError("a model spec may hold only letters, digits, spaces and . _ - : / "
-                               "@ + ~ =, like openai:gpt-4o-mini")
+                               "@ + ~ = ? &, like openai:gpt-4o-mini")
     return spec
 
 
@@ -121,6 +122,13 @@ def display_name(spec: str) -> str:
         return text if len(text) <= SHOWN_SPEC_CHARS else text[:SHOWN_SPEC_CHARS - 3] + "..."
     if provider_name == "offline":
         return OFFLINE_LABEL
+    if provider_name == "local":
+        from treadwise.models.local import parse
+
+        try:
+            return parse(model).spec
+        except ModelConfigError:
+            pass
     return f"{provider_name}:{model}"
 
 
@@ -134,8 +142,36 @@ def label(spec: str) -> str:
     if provider_name == "local":
         from treadwise.models.local import label as local_label
 
-        return local_label(model)
+        try:
+            return local_label(model)
+        except ModelConfigError:
+            return display_name(spec)
     return display_name(spec)
+
+
+def model_settings(spec: str) -> dict[str, str]:
+    """How a model decides, for results and grid factors: a local model's decoding and
+    routing (defaults filled in), nothing for other models. Raises ModelConfigError for a
+    spec that cannot be read."""
+    provider_name, model = parse_spec(spec)
+    if provider_name != "local":
+        return {}
+    from treadwise.models.local import parse
+
+    return parse(model).settings()
+
+
+def expectation(spec: str) -> str | None:
+    """One line telling a user what to expect of this model, for small local models."""
+    try:
+        provider_name, model = parse_spec(spec)
+        if provider_name != "local":
+            return None
+        from treadwise.models.local import expectation as local_expectation
+
+        return local_expectation(model)
+    except ModelConfigError:
+        return None
 
 
 def loading_message(spec: str) -> str | None:

@@ -31,6 +31,8 @@ LIMIT_RE = re.compile(
 LIMIT_PREFIX_RE = re.compile(
     r"\blim(?:it)?\s*(?:_\{?|\(|\s)\s*(?P<var>[a-z])\s*(?:->|\u2192|to)\s*(?P<point>[^\s)}]+?)"
     r"\s*[)}]?\s+(?:of\s+)?(?P<expr>.+)$", re.IGNORECASE)
+ORDINALS = ("second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+ORDER_RE = re.compile(rf"\b(\d+)-?(?:st|nd|rd|th)\b|\b({'|'.join(ORDINALS)})\b")
 INFINITY = {"infinity": "oo", "inf": "oo", "\u221e": "oo", "oo": "oo", "+infinity": "oo",
             "-infinity": "-oo", "-inf": "-oo", "-\u221e": "-oo", "-oo": "-oo",
             "negative infinity": "-oo", "minus infinity": "-oo"}
@@ -155,8 +157,7 @@ def _derivative(body: str, last: Earlier) -> Plan | None:
     lowered = body.lower()
     if not re.search(r"(?<!anti)derivative|differentiat|d/d[a-z]", lowered):
         return None
-    order = 2 if re.search(r"second|2nd", lowered) else 3 if re.search(r"third|3rd", lowered) \
-        else 1
+    order = _order(lowered)
     expr = _after(r"((?<!anti)derivative|differentiate|d/d[a-z])\s*(of)?\s*", body)
     expr, variable = _variable(expr if expr is not None else body)
     expression = _clean_expression(expr, last)
@@ -164,6 +165,15 @@ def _derivative(body: str, last: Earlier) -> Plan | None:
                                   "order": order})
     return _math("derivative", call, "power, product and chain rules applied symbolically",
                  expression, variable)
+
+
+def _order(lowered: str) -> int:
+    """The derivative's order as asked: any order goes to the tool, which refuses what it
+    cannot compute (the 1000th) instead of a first derivative being given."""
+    found = ORDER_RE.search(lowered)
+    if not found:
+        return 1
+    return ORDINALS.index(found[2]) + 2 if found[2] else int(found[1])
 
 
 def _equation(body: str, last: Earlier) -> Plan | None:

@@ -11,6 +11,7 @@ from treadwise.rules.plan import Call, Plan, ask
 from treadwise.rules.understanding import NAME_RE, Reading
 
 LEAD_TOOL = "record_customer_interest"
+ERASE_TOOL = "delete_customer_data"
 # The slots a reply can fill with an address or a yes.
 ASKED_FOR_ADDRESS = {"email", "which_email", "contact_consent"}
 TOPIC_PATTERNS = [
@@ -71,11 +72,17 @@ def state_topic(state: DialogueState) -> str:
 
 def plan_contact(reading: Reading, state: DialogueState) -> Plan | None:
     """The next step when a message is about being contacted; None when it is not."""
-    if reading.no_contact and (reading.emails or state.pending in ASKED_FOR_ADDRESS
-                               or state.lead_topic):
+    if reading.withdraws or (reading.no_contact and state.lead_email):
+        return erase()
+    if reading.no_contact and (reading.emails or reading.quoted_emails or reading.lookalikes
+                               or state.pending in ASKED_FOR_ADDRESS or state.lead_topic):
         return ask("no_contact", "no_contact", lead_topic=None)
+    if reading.lookalikes:
+        return _retype(reading, state)
     if reading.emails:
         return _with_address(reading, state)
+    if reading.quoted_emails:
+        return ask("lead", "untrusted_email")
     if state.pending in ASKED_FOR_ADDRESS and (answered := _answered(reading, state)):
         return answered
     topic = request_topic(reading.text) if reading.wants_contact else None
@@ -85,6 +92,15 @@ def plan_contact(reading: Reading, state: DialogueState) -> Plan | None:
     if reading.wants_contact:
         return ask("lead", "ask_email", "email", lead_topic=topic or state_topic(state))
     return None
+
+
+def _retype(reading: Reading, state: DialogueState) -> Plan:
+    """An address with a look-alike letter is never shortened into one it is not: ask again."""
+    wanted = reading.wants_contact or state.pending in ASKED_FOR_ADDRESS
+    topic = (request_topic(reading.text) if reading.wants_contact else None) or state.lead_topic
+    return ask("lead", "lookalike_email", "email" if wanted else None,
+               lead_topic=topic if wanted else state.lead_topic,
+               values={"character": reading.lookalikes[0].describe()})
 
 
 def _with_address(reading: Reading, state: DialogueState) -> Plan:
@@ -123,6 +139,13 @@ def _answered(reading: Reading, state: DialogueState) -> Plan | None:
         return record(options[0], reading.name or state.name or "",
                       state.lead_topic or state_topic(state))
     return None
+
+
+def erase() -> Plan:
+    """Withdrawn consent: delete what this conversation stored, then forget the lead."""
+    return Plan("erase", [[Call(ERASE_TOOL, {})]], kind="erase",
+                remember={"intent": "erase", "lead_topic": None, "lead_email": None,
+                          "pending": None, "options": []})
 
 
 def record(email: str, name: str, topic: str, replaces: str | None = None) -> Plan:

@@ -53,6 +53,13 @@ def _secret(reading: Reading, state: DialogueState) -> Plan | None:
     return ask("secret", "refuse_secret") if reading.secret else None
 
 
+def _private(reading: Reading, state: DialogueState) -> Plan | None:
+    """Card details, passwords and ID numbers are removed before anyone reads them; say so."""
+    if reading.card:
+        return ask("privacy", "card_refused")
+    return ask("privacy", "private_refused") if reading.private else None
+
+
 def _language(reading: Reading, state: DialogueState) -> Plan | None:
     if reading.language is None:
         return None
@@ -193,7 +200,7 @@ def _unknown(reading: Reading, state: DialogueState) -> Plan:
     return ask("unknown", "not_understood")
 
 
-HANDLERS: list[Handler] = [_empty, _secret, _language, plan_contact, _pending, _smalltalk,
+HANDLERS: list[Handler] = [_empty, _secret, _private, _language, plan_contact, _pending, _smalltalk,
                            _math, _tires, _service, _business, _math_unclear, _unknown]
 
 

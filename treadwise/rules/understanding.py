@@ -10,8 +10,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from treadwise import profile
-from treadwise.emails import IN_TEXT_RE, find_emails
+from treadwise import consent, profile
+from treadwise.emails import IN_TEXT_RE, Lookalike, find_emails, scan
+from treadwise.redaction import CARD, ID_NUMBER, REDACTED, redact
 from treadwise.rules.mathwords import strip_padding
 
 GREETING = (r"(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|day)|sup"
@@ -36,12 +37,6 @@ ACK = (r"(?:ok(?:ay)?|k|kk|cool|great|nice|alright|all right|got it|sounds good|
        r"|awesome|i see|understood|fine|good|noted|sure thing|wow|interesting|neat|excellent)")
 SMALLTALK = [("goodbye", GOODBYE), ("thanks", THANKS), ("capabilities", CAPABILITIES),
              ("greeting", GREETING), ("ack", ACK)]
-YES_RE = re.compile(r"(?:yes|yeah|yep|yup|ya|yes please|sure|ok(?:ay)?|please do|go ahead"
-                    r"|do it|correct|right|that'?s right|absolutely|of course|y|definitely"
-                    r"|please|that'?s correct|yes that'?s (?:right|correct|me|mine|it)"
-                    r"|sounds good|yes please do)(?: thanks?| thank you| please)?")
-NO_RE = re.compile(r"(?:no|nope|nah|no thanks|no thank you|not now|not really|never ?mind"
-                   r"|cancel|don'?t|please don'?t|no need|not interested|forget it)")
 CHOICE_RE = re.compile(r"(?:the )?(?:(?P<first>first|1st|former|option 1|1|top)"
                        r"|(?P<second>second|2nd|latter|option 2|2|bottom))(?: one| reading)?")
 
@@ -75,29 +70,6 @@ PRIVACY_RE = re.compile(
     r"(other customers?|customers'|every(one's)? ?(customer|lead|e-?mail)|all (the )?(customer"
     r"|lead|e-?mail|contact)|stored (e-?mail|lead|contact|customer)|your (leads|customer list"
     r"|database))", re.I)
-WANTS_CONTACT_RE = re.compile(
-    r"\b(?:contact|reach|call|e-?mail|text|phone|ring|message) (?:me|us)\b|\bget (?:back )?in "
-    r"touch\b|\b(?:get|send) (?:me|us) (?:a |an )?(?:quote|call|offer|price)"
-    r"|\bsign (?:me|us) up\b|\bfollow up with (?:me|us)\b|\b(?:i'?d|i would|we'?d|we would"
-    r"|i want|we want|i need|we need) (?:like )?(?:a |an )?(?:quote|call ?back|consultation"
-    r"|demo|someone to (?:call|contact))|\b(?:have|ask|get) (?:someone|somebody|sales|the "
-    r"sales team|your (?:sales )?team|a (?:sales )?rep\w*) (?:to )?(?:contact|call|e-?mail"
-    r"|reach|get in touch)|\bcall ?back\b|\breach me\b|\b(?:can|could|may) (?:i|we) (?:get|have) "
-    r"(?:a |an )?(?:quote|call ?back)\b|\binterested in (?:a |an )?(?:quote|call ?back"
-    r"|consultation|demo)\b", re.I)
-NO_CONTACT_RE = re.compile(
-    r"\b(?:do not|don'?t|dont|never|no need to|stop)\s+(?:ever\s+)?(?:contact|call|e-?mail"
-    r"|reach|message|text|spam|phone)(?:ing)?\s+(?:me|us)\b|\bno (?:contact|calls|e-?mails"
-    r"|spam)\b|\bunsubscribe\b|\bleave me alone\b|\b(?:remove|delete) (?:me|my (?:e-?mail"
-    r"|address|details|data))\b", re.I)
-PEOPLE = (r"(?:ex|friend|boss|wife|husband|partner|brother|sister|mom|mum|mother|dad|father"
-          r"|colleague|neighbou?r|son|daughter|manager|co-?worker|roommate|girlfriend|boyfriend"
-          r"|cousin|uncle|aunt|client|customer|employee)")
-THIRD_PARTY_RE = re.compile(
-    rf"\b(?:my|our)\s+{PEOPLE}(?:'s|s'|s)?\s+(?:\w+\s+)?(?:e-?mail|address|contact)\b"
-    rf"|\b(?:his|her|their|someone else'?s|somebody'?s|another person'?s)\s+(?:\w+\s+)?"
-    rf"(?:e-?mail|address)\b|\b(?:e-?mail|contact|reach|write to|call)\s+(?:my|our)\s+{PEOPLE}"
-    rf"|\b(?!my\b|your\b|our\b)[a-z]+'s\s+(?:e-?mail|address)\b", re.I)
 UNTRUSTED_RE = re.compile(
     r"^\s*(?:system|assistant|tool|function|developer)\s*(?:result|output|message|response"
     r"|note)?\s*:|\btool (?:result|output|response)\b|\[(?:system|tool|inst)\b"
@@ -204,7 +176,12 @@ class Reading:
     emails: list[str] = field(default_factory=list)
     company_email: bool = False
     email_attempt: bool = False
+    quoted_emails: list[str] = field(default_factory=list)  # in someone else's words only
+    lookalikes: list[Lookalike] = field(default_factory=list)
     no_contact: bool = False
+    withdraws: bool = False
+    card: bool = False                 # card details typed (removed before anyone sees them)
+    private: bool = False              # a password or an ID number typed (removed too)
     third_party: bool = False
     untrusted: bool = False
     wants_contact: bool = False
@@ -232,7 +209,7 @@ def understand(text: str) -> Reading:
     reading = Reading(text=stripped, said=text.strip(), core=core)
     flat = _flat(stripped)
     reading.smalltalk = _smalltalk(stripped)
-    reading.answer = "yes" if YES_RE.fullmatch(flat) else "no" if NO_RE.fullmatch(flat) else None
+    reading.answer = "yes" if consent.is_yes(flat) else "no" if consent.is_no(flat) else None
     choice = CHOICE_RE.fullmatch(flat)
     reading.choice = None if choice is None else (0 if choice.group("first") else 1)
     reading.language = detect_language(stripped)
@@ -303,13 +280,9 @@ def company_domains() -> frozenset[str]:
 
 def customer_addresses(text: str) -> tuple[list[str], bool]:
     """The addresses typed that are not the company's, and whether a company one was typed."""
-    found, company = [], False
-    for match in IN_TEXT_RE.finditer(text):
-        end = match.end()
-        # "x@y.c\nBcc: z@w" and friends: an address must stand alone.
-        if end < len(text) and text[end] not in " \t.,;:!?)'\"":
-            continue
-        address = match.group(0).rstrip(".")
+    found: list[str] = []
+    company = False
+    for address in find_emails(text):
         if address.rsplit("@", 1)[-1].lower() in company_domains():
             company = True
         elif address.lower() not in (a.lower() for a in found):
@@ -319,14 +292,25 @@ def customer_addresses(text: str) -> tuple[list[str], bool]:
 
 def _contact_cues(reading: Reading) -> None:
     text = reading.text
-    reading.emails, reading.company_email = customer_addresses(text)
-    reading.email_attempt = not reading.emails and not reading.company_email and bool(
-        EMAIL_ATTEMPT_RE.search(text))
-    reading.no_contact = bool(NO_CONTACT_RE.search(text))
-    reading.third_party = bool(THIRD_PARTY_RE.search(text))
+    own = consent.own_words(text)
+    reading.emails, reading.company_email = customer_addresses(own)
+    everywhere, _ = customer_addresses(text)
+    reading.quoted_emails = [a for a in everywhere if a not in reading.emails]
+    reading.lookalikes = scan(text).lookalikes
+    reading.email_attempt = not (everywhere or reading.company_email or reading.lookalikes) \
+        and bool(EMAIL_ATTEMPT_RE.search(text))
+    reading.no_contact = consent.refuses(text)
+    reading.withdraws = consent.withdraws(text)
+    reading.third_party = consent.someone_else(text, (reading.emails or [None])[0])
     reading.untrusted = bool(UNTRUSTED_RE.search(text))
-    reading.wants_contact = bool(WANTS_CONTACT_RE.search(text)) and not reading.no_contact
+    reading.wants_contact = consent.asks(text)
     reading.correction = bool(CORRECTION_RE.search(text))
+    shown = redact(reading.said)
+    reading.card = CARD in shown or bool(re.search(
+        rf"\b(?:cvv2?|cvc2?|security code)\b\W*{re.escape(REDACTED)}", shown, re.I))
+    reading.private = ID_NUMBER in shown or bool(re.search(
+        rf"\b(?:pass(?:word|phrase|code|wd)|pwd|pw|pin)\b\W*(?:is|was)?\W*{re.escape(REDACTED)}",
+        shown, re.I))
     name = NAME_RE.search(text)
     if name and name.group(1).split()[0] not in NOT_NAMES:
         reading.name = name.group(1)

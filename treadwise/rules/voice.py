@@ -10,8 +10,10 @@ from fractions import Fraction
 
 from langchain_core.messages import ToolMessage
 
+from treadwise.consent import customer_ask
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
 from treadwise.rules.plan import Plan
+from treadwise.rules.privacy_replies import fallback
 
 # Each reply kind: the voice parts around the body, in order; the first part of a tuple that
 # the persona has is used. Kinds not listed get no opener or closer.
@@ -46,7 +48,8 @@ class Voice:
     def pick(self, *parts: str, **values: str) -> str:
         """A phrase for the first part this persona (else the default persona) has."""
         options = next((o for p in parts if (o := self.persona.phrases(p))), None) or next(
-            (o for p in parts if (o := self.fallback.phrases(p))), [])
+            (o for p in parts if (o := self.fallback.phrases(p))), None) or next(
+            (o for p in parts if (o := fallback(p, self.persona.key))), [])
         if not options:
             return ""
         choice = options[0]
@@ -63,7 +66,9 @@ class Voice:
             return self._reply(plan)
         errors = [m.text for m in results if m.status == "error"]
         if errors:
-            return self.pick("error", error=_first_sentence(errors[-1]))
+            # A guard's refusal explains itself to models; people get its plain ask.
+            return customer_ask(errors[-1]) or self.pick("error",
+                                                         error=_first_sentence(errors[-1]))
         if not results:
             missing = sorted({c.tool for s in plan.steps for c in s} - tool_names)
             what = ", ".join(missing) or "the tool this needs"
@@ -82,6 +87,8 @@ class Voice:
             return self.pick("feedback")
         if plan.kind == "lead":
             return self._lead(plan, results[-1].text)
+        if plan.kind == "erase":
+            return self._erased(results[-1].text)
         openers, closers = FRAMES.get(plan.kind, ((), ()))
         body = self._math_body(plan, results) if plan.kind == "math" else \
             " ".join(_sentence(m.text) for m in results)
@@ -101,6 +108,12 @@ class Voice:
         said = self.pick(part, **values)
         note = self.pick("lead_note") if self.has("lead_note") else ""
         return f"{said} {note}".strip()
+
+    def _erased(self, result: str) -> str:
+        if not result.startswith("Deleted: "):
+            return self.pick("nothing_erased")
+        deleted = result.removeprefix("Deleted: ").split(". ", 1)[0].rstrip(".")
+        return self.pick("data_erased", deleted=deleted)
 
     def _math_body(self, plan: Plan, results: Sequence[ToolMessage]) -> str:
         lines = [exact_line(m.text) for m in results if m.name != "plot_area"]

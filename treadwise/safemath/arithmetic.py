@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Callable
 
+import mpmath
 import sympy as sp
 
-from treadwise.safemath.display import show, show_expr
+from treadwise.safemath.display import format_decimal, show, show_expr
 from treadwise.safemath.jobs import operation, quietly
 from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.numbers import echo, number_text, operand
 from treadwise.safemath.parser import parse
-from treadwise.safemath.sizes import check_size, checked_power
+from treadwise.safemath.sizes import check_size, checked_power, log10_abs
+
+# A number written as a float: 1e308, 2.5, .5 (an exponent or a decimal point).
+FLOAT_LITERAL_RE = re.compile(r"\d[eE][-+]?\d|\d\.\d|(?<![\d.])\.\d")
+LARGEST_FLOAT_LOG10 = sys.float_info.max_10_exp + 0.2547  # log10(1.797...e308)
 
 
 def _arithmetic(symbol: str, a: object, b: object, combine: Callable) -> str:
@@ -81,4 +88,14 @@ def calculate(expression: str) -> str:
         simpler = quietly(lambda: sp.simplify(value), 0.6)
         if simpler is not None and len(show_expr(simpler)) < len(show_expr(value)):
             value = simpler
+    if FLOAT_LITERAL_RE.search(expression) and _overflows_float(value):
+        return (f"{echo(expression)} ≈ {format_decimal(mpmath.mpf(sp.N(value, 15)))}, beyond "
+                "floating-point numbers (they overflow above about 1.8e308; this is exact "
+                "arithmetic, not float arithmetic)")
     return f"{echo(expression)} = {show(value)}"
+
+
+def _overflows_float(value: sp.Expr) -> bool:
+    """Whether a real number is too large for a float (a double overflows to inf)."""
+    size = log10_abs(value) if value.is_number and value.is_real else None
+    return size is not None and size > LARGEST_FLOAT_LOG10

@@ -143,7 +143,8 @@ def _order(order: object) -> int:
     if isinstance(order, float) and order != n:
         n = -1
     if not 1 <= n <= MAX_ORDER:
-        raise MathInputError(f"the derivative order must be a whole number from 1 to {MAX_ORDER}")
+        raise MathInputError(f"the derivative order must be a whole number from 1 to {MAX_ORDER} "
+                             f"(got {str(order)[:20]})")
     return n
 
 

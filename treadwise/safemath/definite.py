@@ -39,7 +39,13 @@ def definite(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> Outcome:
         return _over_poles(f, x, a, b, result, bounded)
     if result is not None and not result.has(sp.Integral):
         if result.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
-            return Outcome("diverges", note=_divergence_note(result, f, x, a, b))
+            return _divergent(f, x, a, b, result)
+        if isinstance(result, sp.AccumBounds):
+            return Outcome("unknown", note="it settles on no single value: it keeps swinging "
+                                            f"between {show_expr(result.min)} and "
+                                            f"{show_expr(result.max)}")
+        if result.has(sp.AccumBounds):
+            return Outcome("unknown", note="it settles on no single value")
         return Outcome("exact", result)
     if a.free_symbols or b.free_symbols or (f.free_symbols - {x}):
         return Outcome("unknown", note="no closed form was found, and the other variables rule "
@@ -102,7 +108,7 @@ def _over_poles(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr, exact: sp.Expr
     if exact.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
         if estimate.kind == "numeric" or bounded:
             return estimate if estimate.kind == "numeric" else wiggly
-        return Outcome("diverges", note=_divergence_note(exact, f, x, a, b))
+        return _divergent(f, x, a, b, exact)
     if estimate.kind == "numeric":
         return Outcome("exact", exact) if _agree(exact, estimate.value) else estimate
     return Outcome("unknown", note=f"a closed form ({show_expr(exact)}) was found but could not "
@@ -137,11 +143,78 @@ def _numeric_integral(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> Outco
                                         "did not finish in time")
     value, error = estimate_and_error
     if not mpmath.isfinite(value) or abs(value) > 1e15:
-        return Outcome("diverges", note=_divergence_note(sp.oo, f, x, a, b))
+        # A huge estimate proves nothing either way: exp(x^2) sin(x^x) on [0, 10] is continuous
+        # (so its integral is finite) but swings too fast near 10 for the estimate to be right.
+        return _divergent(f, x, a, b, sp.oo)
     if error > 1e-6 * max(1, abs(value)):
         return Outcome("unknown", note="no closed form was found and the numerical estimate "
-                                        "does not settle; the integral probably diverges")
+                                        "does not settle")
     return Outcome("numeric", value)
+
+
+def _divergent(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr, claim: sp.Expr) -> Outcome:
+    """A claim that the integral diverges (sympy's oo or nan, or a huge estimate), made only
+    when the integral is seen to grow without bound; unknown otherwise, never a wrong claim."""
+    if _grows_without_bound(f, x, a, b):
+        return Outcome("diverges", note=_divergence_note(claim, f, x, a, b))
+    return Outcome("unknown", note="neither a value nor a divergence could be confirmed "
+                                    "numerically on the interval")
+
+
+def _grows_without_bound(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> bool:
+    """Whether the integral visibly grows without bound towards an infinite bound or a point
+    of the interval where f is singular: over stretches each 100 times closer to the point
+    (10 times farther out), its pieces keep one sign and do not shrink. A finite interval
+    with no singular point cannot diverge; an integrable singularity's pieces shrink."""
+    if a.free_symbols or b.free_symbols or f.free_symbols - {x}:
+        return False
+    try:
+        function = compile_numeric(f, x, "mpmath")
+    except MathInputError:
+        return False
+    lo, hi = (a, b) if bool(a <= b) else (b, a)
+    runs = _stretches(lo, hi, _poles(f, x, lo, hi) if lo.is_finite or hi.is_finite else [])
+
+    def pieces() -> list[list[Any]]:
+        with mpmath.workdps(20):
+            return [[mpmath.quad(function, stretch) for stretch in run] for run in runs]
+
+    try:
+        found = quietly(pieces, 0.5)
+    except MathInputError:
+        return False
+    return bool(found) and any(_not_shrinking(run) for run in found)
+
+
+def _stretches(lo: sp.Expr, hi: sp.Expr, points: list[sp.Expr]) -> list[list[list[Any]]]:
+    """Runs of [start, end] stretches, each run heading to an infinite bound or a point."""
+    runs = []
+    for bound, side in ((hi, 1), (lo, -1)):
+        if not bound.is_finite:
+            start = 1 + max((abs(float(end)) for end in (lo, hi) if end.is_finite), default=0)
+            runs.append([sorted((side * start * 10 ** k, side * start * 10 ** (k + 1)))
+                         for k in range(5)])
+    width = min(1.0, float(hi - lo) / 2) if lo.is_finite and hi.is_finite else 1.0
+    for point in points[:3]:
+        p = mpmath.mpf(point.evalf(25))
+        for side in (-1, 1):
+            if (side < 0 and bool(point > lo)) or (side > 0 and bool(point < hi)):
+                runs.append([sorted((p + side * width * mpmath.mpf(100) ** -(k + 1),
+                                     p + side * width * mpmath.mpf(100) ** -k))
+                             for k in range(5)])
+    return runs
+
+
+def _not_shrinking(pieces: list[Any]) -> bool:
+    """The last pieces real, of one sign, each at least 0.9 times the one before."""
+    last = pieces[-3:]
+    if not all(mpmath.isfinite(v) and abs(mpmath.im(v)) <= 1e-9 * abs(v) for v in last):
+        return False
+    values = [mpmath.re(v) for v in last]
+    if any(v == 0 for v in values) or len({mpmath.sign(v) for v in values}) != 1:
+        return False
+    return all(abs(later) >= 0.9 * abs(earlier)
+               for earlier, later in zip(values, values[1:], strict=False))
 
 
 def _mp_inf(value: sp.Expr) -> mpmath.mpf:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 import mpmath
@@ -10,6 +9,7 @@ import sympy as sp
 from sympy.printing.str import StrPrinter
 
 from treadwise.safemath.math_errors import MathInputError
+from treadwise.safemath.sizes import digits
 
 MAX_SHOWN_CHARS = 2000
 MAX_SHOWN_DIGITS = 60
@@ -95,15 +95,6 @@ def show(value: sp.Expr) -> str:
 def _gaussian_rational(value: sp.Expr) -> bool:
     real, imag = value.as_real_imag()
     return bool(real.is_Rational and imag.is_Rational)
-
-
-def digits(n: int) -> int:
-    """How many decimal digits |n| has, without str() (which refuses over 4300 digits)."""
-    n = abs(n)
-    if n < 10:
-        return 1
-    count = int(n.bit_length() * math.log10(2)) + 1
-    return count - 1 if 10 ** (count - 1) > n else count
 
 
 def _integer_text(n: int) -> str:

@@ -21,7 +21,8 @@ ALLOWED = (
     f"operators + - * / ^ %, functions {', '.join(FUNCTIONS)}"
 )
 
-# Everyday notation mapped to Python spelling before tokenizing; purely textual.
+ATTRIBUTES_REFUSED = ("attribute access and method calls (`.{name}`) are not allowed in a math "
+                      f"expression; {ALLOWED}")
 # Everyday notation mapped to Python spelling before tokenizing; purely textual.
 _CHAR_MAP = str.maketrans({
     "×": "*", "·": "*", "⋅": "*", "∗": "*", "÷": "/", "∕": "/", "⁄": "/", "−": "-", "–": "-",
@@ -115,8 +116,10 @@ def _split_names(tokens: list[str]) -> list[str]:
 
 
 def _check_names(tokens: list[str]) -> None:
-    for token in tokens:
+    for before, token in zip(["", *tokens], tokens, strict=False):
         if _is_name(token) and token not in _KNOWN:
+            if before.endswith("."):  # x.real, (1).bit_length(), '{0.__class__}'.format(1)
+                raise MathInputError(ATTRIBUTES_REFUSED.format(name=token))
             kind = "function" if token.lower() in {f.lower() for f in FUNCTIONS} else "name"
             raise MathInputError(f"`{token}` is not an allowed {kind}; {ALLOWED}")
 

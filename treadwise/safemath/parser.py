@@ -8,8 +8,15 @@ import re
 from typing import TYPE_CHECKING
 
 from treadwise.safemath.math_errors import MathInputError
-from treadwise.safemath.notation import ALLOWED, VARIABLES, clean, normalize
-from treadwise.safemath.sizes import check_size, checked_power, log10_abs, too_large
+from treadwise.safemath.notation import ALLOWED, ATTRIBUTES_REFUSED, VARIABLES, clean, normalize
+from treadwise.safemath.sizes import (
+    MAX_DIGITS,
+    check_size,
+    checked_power,
+    exp_digits,
+    log10_abs,
+    too_large,
+)
 
 if TYPE_CHECKING:
     import sympy
@@ -28,7 +35,6 @@ _NUMBER = re.compile(r"([0-9]*)\.?([0-9]*)(?:[eE]([+-]?[0-9]+))?")
 
 
 _REFUSED = {
-    ast.Attribute: "attribute access (`.name`) is not allowed",
     ast.Subscript: "indexing with [ ] is not allowed",
     ast.Lambda: "lambda is not allowed",
     ast.ListComp: "comprehensions are not allowed",
@@ -147,8 +153,8 @@ class _Builder:
             "log": self._log, "ln": self._log, "log10": lambda v: sp.log(v, 10),
             "log2": lambda v: sp.log(v, 2), "sqrt": sp.sqrt, "cbrt": self._cbrt,
             "abs": sp.Abs, "Abs": sp.Abs, "floor": sp.floor, "ceiling": sp.ceiling,
-            "exp": self._growing(sp.exp), "sinh": self._growing(sp.sinh),
-            "cosh": self._growing(sp.cosh),
+            "exp": self._growing(sp.exp), "sinh": self._growing(sp.sinh, halve=True),
+            "cosh": self._growing(sp.cosh, halve=True),
             "factorial": self._bounded(sp.factorial, MAX_FACTORIAL, "factorial"),
             "gamma": self._bounded(sp.gamma, MAX_FACTORIAL + 1, "gamma"),
         }
@@ -164,6 +170,8 @@ class _Builder:
             return self._binary(node, powers)
         if isinstance(node, ast.Call):
             return self._call(node, powers)
+        if isinstance(node, ast.Attribute):
+            raise MathInputError(ATTRIBUTES_REFUSED.format(name=node.attr))
         what = _REFUSED.get(type(node), f"`{type(node).__name__}` is not allowed")
         raise MathInputError(f"{what} in a math expression; {ALLOWED}")
 
@@ -236,9 +244,12 @@ class _Builder:
         return check_size(result)
 
     def _call(self, node: ast.Call, powers: int) -> sympy.Expr:
-        if not isinstance(node.func, ast.Name) or node.func.id not in self.functions:
-            name = node.func.id if isinstance(node.func, ast.Name) else "this"
-            raise MathInputError(f"`{name}` is not an allowed function; {ALLOWED}")
+        if isinstance(node.func, ast.Attribute):
+            raise MathInputError(ATTRIBUTES_REFUSED.format(name=node.func.attr))
+        if not isinstance(node.func, ast.Name):
+            raise MathInputError(f"only the named math functions can be called; {ALLOWED}")
+        if node.func.id not in self.functions:
+            raise MathInputError(f"`{node.func.id}` is not an allowed function; {ALLOWED}")
         name = node.func.id
         if node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
             raise MathInputError(f"`{name}` takes plain arguments only, like {name}(x)")
@@ -261,11 +272,13 @@ class _Builder:
             return -checked_power(-value, self.sp.Rational(1, 3))
         return checked_power(value, self.sp.Rational(1, 3))
 
-    def _growing(self, function):
+    def _growing(self, function, halve: bool = False):
         def call(value: sympy.Expr) -> sympy.Expr:
             size = log10_abs(value) if value.is_number else None
             if size is not None and size > math.log10(MAX_EXP_ARGUMENT):
-                raise too_large(size + math.log10(0.4343))
+                count = exp_digits(value, halve)
+                if count is None or count > MAX_DIGITS:
+                    raise too_large(count)
             return function(value)
 
         return call

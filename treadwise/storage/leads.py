@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from treadwise.emails import ADDRESS_RE
@@ -15,6 +16,9 @@ MAX_NAME = 100
 MAX_MESSAGE = 2000
 MAX_QUESTION = 2000
 
+# Markup is stored as the text it shows, never as markup: scripts and styles go whole, tags go.
+MARKUP_RE = re.compile(r"<(script|style)\b[^>]*>.*?(?:</\1\s*>|$)|<!--.*?(?:-->|$)"
+                       r"|</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>", re.IGNORECASE | re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -32,6 +36,40 @@ class LeadResult:
     stored: bool
     duplicate: bool
     id: int
+    # The same conversation asked for this lead before. Only then may a reply say "already on
+    # file": telling anyone else would reveal what the store holds for an address.
+    asked_before: bool = False
+
+
+@dataclass(frozen=True)
+class Erased:
+    """What an erasure or a retention purge deleted: the leads (email, message) and how many
+    questions."""
+
+    leads: list[dict]
+    feedback: int
+
+    def describe(self) -> str:
+        """"1 contact request (ana@fleetco.com: fleet pricing) and 2 questions"."""
+        parts = []
+        if self.leads:
+            shown = "; ".join(f"{row['email']}: {row['message'][:60]}" for row in self.leads)
+            parts.append(f"{_count(len(self.leads), 'contact request')} ({shown})")
+        if self.feedback:
+            parts.append(_count(self.feedback, "question"))
+        return " and ".join(parts) or "nothing"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def thread_key(thread: str | None) -> str | None:
+    """How a conversation is named in the lead store: a hash, never the thread id itself
+    (in public mode the id is what lets someone read the conversation)."""
+    if not thread:
+        return None
+    return hashlib.sha256(f"treadwise-thread:{thread}".encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -48,12 +86,17 @@ class Lead:
 
 
 class LeadStore(Protocol):
-    """Leads (exactly once per e-mail + message) and unanswered questions, oldest first."""
+    """Leads (exactly once per e-mail + message) and unanswered questions, oldest first; each
+    remembers which conversations (`thread`) gave it, so a visitor can have theirs deleted."""
 
-    def add_lead(self, email: str, name: str, message: str) -> LeadResult: ...
-    def replace_lead(self, old_email: str, email: str, name: str,
-                     message: str) -> LeadResult: ...
-    def add_feedback(self, question: str) -> int: ...
+    def add_lead(self, email: str, name: str, message: str,
+                 thread: str | None = None) -> LeadResult: ...
+    def replace_lead(self, old_email: str, email: str, name: str, message: str,
+                     thread: str | None = None) -> LeadResult: ...
+    def add_feedback(self, question: str, thread: str | None = None) -> int: ...
+    def forget_thread(self, thread: str) -> Erased: ...
+    def delete_email(self, email: str) -> Erased: ...
+    def purge_before(self, cutoff: datetime) -> Erased: ...
     def leads(self) -> list[dict]: ...
     def feedback(self) -> list[dict]: ...
     def lead_count(self) -> int: ...
@@ -79,7 +122,10 @@ def validate_email(email: str) -> str:
 
 
 def validate_text(value: str, field: str, limit: int, *, required: bool, lines: bool) -> str:
-    value = redact(value).strip()  # a key typed into a lead or question is never stored
+    # A key, card number or password typed into a lead or question is never stored, and
+    # neither is markup (a web page's <script> stays out of every export and viewer).
+    value = re.sub(r"[ \t]+(?=[?.!,;:])|(?<=[ \t])[ \t]+", "",
+                   MARKUP_RE.sub(" ", redact(value))).strip()
     if required and not value:
         raise InvalidLead(f"the {field} is empty")
     if len(value) > limit:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +83,47 @@ class ResilientSaver(BaseCheckpointSaver):
 
     def get_next_version(self, current: Any, channel: Any) -> Any:
         return (self.primary or self.fallback).get_next_version(current, channel)
+
+
+# 100-nanosecond steps from the UUID epoch (1582-10-15) to the Unix epoch.
+UUID_EPOCH_STEPS = 0x01B21DD213814000
+
+
+def checkpoint_time(checkpoint_id: str) -> datetime | None:
+    """When a checkpoint was written: LangGraph's ids are time-ordered UUIDv6 values."""
+    try:
+        value = uuid.UUID(checkpoint_id)
+    except ValueError:
+        return None
+    if value.version != 6:
+        return None
+    steps = ((value.int >> 96) << 28) | (((value.int >> 80) & 0xFFFF) << 12) \
+        | ((value.int >> 64) & 0x0FFF)
+    return datetime.fromtimestamp((steps - UUID_EPOCH_STEPS) / 1e7, UTC)
+
+
+def _latest_checkpoints(saver: BaseCheckpointSaver) -> list[tuple[str, str]]:
+    """(thread_id, newest checkpoint id) of every stored conversation."""
+    sql = "SELECT thread_id, max(checkpoint_id) AS newest FROM checkpoints GROUP BY thread_id"
+    if isinstance(saver, SqliteSaver):
+        with saver.cursor(transaction=False) as cur:
+            return [(row[0], row[1]) for row in cur.execute(sql).fetchall()]
+    from psycopg_pool import ConnectionPool
+
+    pool = saver.conn  # PostgresSaver: a pool or one connection
+    with pool.connection() if isinstance(pool, ConnectionPool) else nullcontext(pool) as conn:
+        return [(row["thread_id"], row["newest"]) for row in conn.execute(sql).fetchall()]
+
+
+def purge_conversations(saver: ResilientSaver, cutoff: datetime) -> int:
+    """Delete every conversation whose newest message is older than `cutoff`; how many."""
+    if saver.primary is None or saver.degraded:
+        return 0
+    old = [thread for thread, newest in _latest_checkpoints(saver.primary)
+           if (when := checkpoint_time(newest)) is not None and when < cutoff]
+    for thread in old:
+        saver.delete_thread(thread)
+    return len(old)
 
 
 def open_checkpointer(data_dir: Path, database_url: str | None = None) -> ResilientSaver:

@@ -115,7 +115,24 @@ def m003_shared_sweeps(conn: Any) -> None:
 
 
 @migration
-def m004_sweeps_on_dask(conn: Any) -> None:
+def m004_consent(conn: Any) -> None:
+    # Which conversations (hashed thread ids) gave each lead and question, so a visitor who
+    # withdraws consent has theirs deleted; created_at indexed for the retention purge.
+    conn.execute("""
+        CREATE TABLE lead_requests (
+            lead_id BIGINT NOT NULL REFERENCES leads ON DELETE CASCADE,
+            thread_key TEXT NOT NULL,
+            PRIMARY KEY (lead_id, thread_key)
+        )""")
+    conn.execute("CREATE INDEX lead_requests_thread ON lead_requests (thread_key)")
+    conn.execute("ALTER TABLE feedback ADD COLUMN thread_key TEXT")
+    conn.execute("CREATE INDEX feedback_thread ON feedback (thread_key)")
+    conn.execute("CREATE INDEX leads_created ON leads (created_at)")
+    conn.execute("CREATE INDEX feedback_created ON feedback (created_at)")
+
+
+@migration
+def m005_sweeps_on_dask(conn: Any) -> None:
     # Dask distributes a sweep's cases now and one client keeps its results: the claims, the
     # workers' heartbeats and the grid definition workers compared against are gone.
     conn.execute("DROP TABLE sweep_workers")

@@ -17,11 +17,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from treadwise.errors import redact
 from treadwise.storage.leads import (
+    Erased,
     Lead,
     LeadResult,
     ReadsRows,
     StoreUnavailable,
     correction,
+    thread_key,
     validate_lead,
     validate_question,
 )
@@ -135,7 +137,8 @@ class PostgresStore(ReadsRows):
             log.warning("database call failed: %s", redact(str(exc)).strip()[:300])
             raise unavailable(exc) from exc
 
-    def add_lead(self, email: str, name: str, message: str) -> LeadResult:
+    def add_lead(self, email: str, name: str, message: str,
+                 thread: str | None = None) -> LeadResult:
         """Store a customer's interest once per (e-mail, message), whichever replica asks."""
         lead = validate_lead(email, name, message)
         email_key, message_key = lead.keys
@@ -147,27 +150,30 @@ class PostgresStore(ReadsRows):
                 " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
                 (self._clock(), lead.email, email_key, lead.name, lead.message, message_key),
             ).fetchone()
-            if row is not None:
-                return LeadResult(stored=True, duplicate=False, id=row["id"])
-            existing = conn.execute(
-                "SELECT id FROM leads WHERE email_key = %s AND message_key = %s",
-                (email_key, message_key)).fetchone()
-        return LeadResult(stored=False, duplicate=True, id=existing["id"])
+            inserted = row is not None
+            if row is None:
+                row = conn.execute(
+                    "SELECT id FROM leads WHERE email_key = %s AND message_key = %s",
+                    (email_key, message_key)).fetchone()
+            linked = _link(conn, row["id"], thread)
+        return LeadResult(stored=inserted, duplicate=not inserted, id=row["id"],
+                          asked_before=linked is False)
 
-    def replace_lead(self, old_email: str, email: str, name: str, message: str) -> LeadResult:
+    def replace_lead(self, old_email: str, email: str, name: str, message: str,
+                     thread: str | None = None) -> LeadResult:
         """Correct the address of a stored request: the lead (old_email, message) moves to
         `email` instead of a second lead being added; without that lead it is added anew."""
         lead = validate_lead(email, name, message)
         try:
-            return self._replace(old_email.strip().casefold(), lead)
+            return self._replace(old_email.strip().casefold(), lead, thread)
         except StoreUnavailable as exc:
             # Another replica stored the corrected lead between our look and our update: the
             # second look finds it and keeps one.
             if not isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise
-            return self._replace(old_email.strip().casefold(), lead)
+            return self._replace(old_email.strip().casefold(), lead, thread)
 
-    def _replace(self, old_key: str, lead: Lead) -> LeadResult:
+    def _replace(self, old_key: str, lead: Lead, thread: str | None) -> LeadResult:
         email_key, message_key = lead.keys
         find = "SELECT id FROM leads WHERE email_key = %s AND message_key = %s FOR UPDATE"
         with self._transaction() as conn:
@@ -179,15 +185,49 @@ class PostgresStore(ReadsRows):
                              " WHERE id = %s", (lead.email, email_key, lead.name, fix.move))
             if fix.drop is not None:
                 conn.execute("DELETE FROM leads WHERE id = %s", (fix.drop,))
-        return fix.result or self.add_lead(lead.email, lead.name, lead.message)
+            if fix.result is not None:
+                _link(conn, fix.result.id, thread)
+        return fix.result or self.add_lead(lead.email, lead.name, lead.message, thread)
 
-    def add_feedback(self, question: str) -> int:
+    def add_feedback(self, question: str, thread: str | None = None) -> int:
         """Store an unanswered question for staff to follow up; returns its id."""
         question = validate_question(question)
         with self._transaction() as conn:
             return conn.execute(
-                "INSERT INTO feedback (created_at, question) VALUES (%s, %s) RETURNING id",
-                (self._clock(), question)).fetchone()["id"]
+                "INSERT INTO feedback (created_at, question, thread_key) VALUES (%s, %s, %s)"
+                " RETURNING id", (self._clock(), question, thread_key(thread))).fetchone()["id"]
+
+    def forget_thread(self, thread: str) -> Erased:
+        """Delete the leads and questions one conversation gave; say what went."""
+        key = thread_key(thread)
+        with self._transaction() as conn:
+            leads = conn.execute(
+                "DELETE FROM leads WHERE id IN (SELECT lead_id FROM lead_requests"
+                " WHERE thread_key = %s) RETURNING email, message", (key,)).fetchall()
+            gone = conn.execute("DELETE FROM feedback WHERE thread_key = %s", (key,)).rowcount
+        return Erased([dict(row) for row in leads], gone)
+
+    def delete_email(self, email: str) -> Erased:
+        """Delete every lead of an address, and the questions of the conversations that
+        gave them (the operator's `leads delete --email`)."""
+        with self._transaction() as conn:
+            gone = conn.execute(
+                "DELETE FROM feedback WHERE thread_key IN (SELECT r.thread_key FROM"
+                " lead_requests r JOIN leads l ON l.id = r.lead_id WHERE l.email_key = %s)",
+                (email.strip().casefold(),)).rowcount
+            leads = conn.execute("DELETE FROM leads WHERE email_key = %s"
+                                 " RETURNING email, message",
+                                 (email.strip().casefold(),)).fetchall()
+        return Erased([dict(row) for row in leads], gone)
+
+    def purge_before(self, cutoff: datetime) -> Erased:
+        """Delete leads and questions stored before `cutoff` (the retention setting)."""
+        with self._transaction() as conn:
+            leads = conn.execute("DELETE FROM leads WHERE created_at < %s"
+                                 " RETURNING email, message", (cutoff,)).fetchall()
+            gone = conn.execute("DELETE FROM feedback WHERE created_at < %s",
+                                (cutoff,)).rowcount
+        return Erased([dict(row) for row in leads], gone)
 
     def save_plot(self, name: str, png: bytes) -> None:
         with self._transaction() as conn:
@@ -209,3 +249,13 @@ class PostgresStore(ReadsRows):
     def _count(self, table: str) -> int:
         with self._transaction() as conn:
             return conn.execute(f"SELECT count(*) AS n FROM {table}").fetchone()["n"]
+
+
+def _link(conn: psycopg.Connection, lead_id: int, thread: str | None) -> bool | None:
+    """Remember that `thread` asked for the lead: True when new, False when it had already,
+    None without a thread."""
+    if (key := thread_key(thread)) is None:
+        return None
+    return conn.execute("INSERT INTO lead_requests (lead_id, thread_key) VALUES (%s, %s)"
+                        " ON CONFLICT DO NOTHING RETURNING lead_id", (lead_id, key)
+                        ).fetchone() is not None

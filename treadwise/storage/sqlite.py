@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from treadwise.storage.leads import (
+    Erased,
     InvalidLead,
     LeadResult,
     ReadsRows,
     StoreUnavailable,
     correction,
+    thread_key,
     validate_email,
     validate_lead,
     validate_question,
@@ -44,9 +46,19 @@ CREATE UNIQUE INDEX IF NOT EXISTS leads_once ON leads (email_key, message_key);
 CREATE TABLE IF NOT EXISTS feedback (
     id INTEGER PRIMARY KEY,
     created_at TEXT NOT NULL,
-    question TEXT NOT NULL
+    question TEXT NOT NULL,
+    thread_key TEXT
 );
+CREATE TABLE IF NOT EXISTS lead_requests (
+    lead_id INTEGER NOT NULL,
+    thread_key TEXT NOT NULL,
+    PRIMARY KEY (lead_id, thread_key)
+);
+CREATE INDEX IF NOT EXISTS lead_requests_thread ON lead_requests (thread_key);
 """
+# Files written before conversations were remembered get the column added on first open.
+_UPGRADE = ("ALTER TABLE feedback ADD COLUMN thread_key TEXT",
+            "CREATE INDEX IF NOT EXISTS feedback_thread ON feedback (thread_key)")
 
 
 def _unavailable(exc: BaseException, data_dir: Path) -> StoreUnavailable:
@@ -102,6 +114,8 @@ class Store(ReadsRows):
                 db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     yield db
+                    if write:
+                        _check(db)
                 except BaseException:
                     db.rollback()
                     raise
@@ -122,25 +136,31 @@ class Store(ReadsRows):
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
             db.executescript(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(feedback)")}
+            for statement in _UPGRADE[("thread_key" in columns):]:
+                db.execute(statement)
 
-    def add_lead(self, email: str, name: str, message: str) -> LeadResult:
+    def add_lead(self, email: str, name: str, message: str,
+                 thread: str | None = None) -> LeadResult:
         """Store a customer's interest once per (e-mail, message); InvalidLead says why not."""
         lead = validate_lead(email, name, message)
-        email, name, message, keys = lead.email, lead.name, lead.message, lead.keys
+        keys = lead.keys
         with self._connect(write=True) as db:
             row = db.execute(
                 "INSERT INTO leads (created_at, email, email_key, name, message, message_key)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
-                (self._now(), email, keys[0], name, message, keys[1]),
+                (self._now(), lead.email, keys[0], lead.name, lead.message, keys[1]),
             ).fetchone()
-            if row is not None:
-                return LeadResult(stored=True, duplicate=False, id=row[0])
-            (existing,) = db.execute(
-                "SELECT id FROM leads WHERE email_key = ? AND message_key = ?", keys
-            ).fetchone()
-        return LeadResult(stored=False, duplicate=True, id=existing)
+            inserted = row is not None
+            if row is None:
+                row = db.execute("SELECT id FROM leads WHERE email_key = ? AND message_key = ?",
+                                 keys).fetchone()
+            linked = _link(db, row[0], thread)
+        return LeadResult(stored=inserted, duplicate=not inserted, id=row[0],
+                          asked_before=linked is False)
 
-    def replace_lead(self, old_email: str, email: str, name: str, message: str) -> LeadResult:
+    def replace_lead(self, old_email: str, email: str, name: str, message: str,
+                     thread: str | None = None) -> LeadResult:
         """Correct the address of a stored request: the lead (old_email, message) moves to
         `email` instead of a second lead being added; without that lead it is added anew."""
         lead = validate_lead(email, name, message)
@@ -154,17 +174,51 @@ class Store(ReadsRows):
                 db.execute("UPDATE leads SET email = ?, email_key = ?, name = ? WHERE id = ?",
                            (lead.email, email_key, lead.name, fix.move))
             if fix.drop is not None:
-                db.execute("DELETE FROM leads WHERE id = ?", (fix.drop,))
-        return fix.result or self.add_lead(lead.email, lead.name, lead.message)
+                _delete_leads(db, [fix.drop])
+            if fix.result is not None:
+                _link(db, fix.result.id, thread)
+        return fix.result or self.add_lead(lead.email, lead.name, lead.message, thread)
 
-    def add_feedback(self, question: str) -> int:
+    def add_feedback(self, question: str, thread: str | None = None) -> int:
         """Store an unanswered question for staff to follow up; returns its id."""
         question = validate_question(question)
         with self._connect(write=True) as db:
             return db.execute(
-                "INSERT INTO feedback (created_at, question) VALUES (?, ?) RETURNING id",
-                (self._now(), question),
+                "INSERT INTO feedback (created_at, question, thread_key) VALUES (?, ?, ?)"
+                " RETURNING id", (self._now(), question, thread_key(thread)),
             ).fetchone()[0]
+
+    def forget_thread(self, thread: str) -> Erased:
+        """Delete the leads and questions one conversation gave; say what went."""
+        key = thread_key(thread)
+        with self._connect(write=True) as db:
+            ids = [r[0] for r in db.execute(
+                "SELECT lead_id FROM lead_requests WHERE thread_key = ?", (key,))]
+            leads = _delete_leads(db, ids)
+            gone = db.execute("DELETE FROM feedback WHERE thread_key = ?", (key,)).rowcount
+        return Erased(leads, gone)
+
+    def delete_email(self, email: str) -> Erased:
+        """Delete every lead of an address, and the questions of the conversations that
+        gave them (the operator's `leads delete --email`)."""
+        with self._connect(write=True) as db:
+            ids = [r[0] for r in db.execute("SELECT id FROM leads WHERE email_key = ?",
+                                            (email.strip().casefold(),))]
+            threads = _threads_of(db, ids)
+            leads = _delete_leads(db, ids)
+            gone = sum(db.execute("DELETE FROM feedback WHERE thread_key = ?", (t,)).rowcount
+                       for t in threads)
+        return Erased(leads, gone)
+
+    def purge_before(self, cutoff: datetime) -> Erased:
+        """Delete leads and questions stored before `cutoff` (the retention setting)."""
+        when = cutoff.astimezone(UTC).isoformat(timespec="seconds")
+        with self._connect(write=True) as db:
+            ids = [r[0] for r in db.execute("SELECT id FROM leads WHERE created_at < ?",
+                                            (when,))]
+            leads = _delete_leads(db, ids)
+            gone = db.execute("DELETE FROM feedback WHERE created_at < ?", (when,)).rowcount
+        return Erased(leads, gone)
 
     def _rows(self, sql: str) -> list[dict]:
         with self._connect(write=False) as db:
@@ -178,3 +232,37 @@ class Store(ReadsRows):
 
     def _now(self) -> str:
         return self._clock().isoformat(timespec="seconds")
+
+
+def _check(db: sqlite3.Connection) -> None:
+    """A write is kept only if the file still reads back whole: a damaged file can take a
+    new row and then fail every read, and the customer would be told "saved" for nothing."""
+    if db.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok":
+        raise StoreUnavailable("the data store is damaged (it failed its integrity check), "
+                               "so nothing was saved")
+
+
+def _link(db: sqlite3.Connection, lead_id: int, thread: str | None) -> bool | None:
+    """Remember that `thread` asked for the lead: True when new, False when it had already,
+    None without a thread."""
+    if (key := thread_key(thread)) is None:
+        return None
+    return db.execute("INSERT INTO lead_requests (lead_id, thread_key) VALUES (?, ?)"
+                      " ON CONFLICT DO NOTHING RETURNING lead_id", (lead_id, key)
+                      ).fetchone() is not None
+
+
+def _threads_of(db: sqlite3.Connection, ids: list[int]) -> list[str]:
+    return sorted({r[0] for i in ids for r in db.execute(
+        "SELECT thread_key FROM lead_requests WHERE lead_id = ?", (i,))})
+
+
+def _delete_leads(db: sqlite3.Connection, ids: list[int]) -> list[dict]:
+    gone = []
+    for lead_id in ids:
+        row = db.execute("DELETE FROM leads WHERE id = ? RETURNING email, message",
+                         (lead_id,)).fetchone()
+        db.execute("DELETE FROM lead_requests WHERE lead_id = ?", (lead_id,))
+        if row:
+            gone.append({"email": row[0], "message": row[1]})
+    return gone

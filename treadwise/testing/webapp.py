@@ -40,12 +40,11 @@ def use_scripted(monkeypatch: pytest.MonkeyPatch, **models: Any) -> None:
 def serve_in_process(settings: Settings | None = None, agent: Any = None,
                      results_dir: Path | None = None, **launch: Any) -> Iterator[str]:
     """The real app with its launch options, on a free port; yields its base URL."""
-    from treadwise.web.app import create_app, launch_kwargs
+    from treadwise.web.app import create_app, start
 
     settings = dataclasses.replace(settings or Settings.from_env(), port=free_port())
     demo = create_app(settings, agent, results_dir=results_dir)
-    demo.launch(**{**launch_kwargs(settings), "quiet": True,
-                   "prevent_thread_lock": True, **launch})
+    start(demo, settings, **{"quiet": True, "prevent_thread_lock": True, **launch})
     try:
         yield f"http://127.0.0.1:{settings.port}/"
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from treadwise.profile import (
@@ -42,11 +43,17 @@ def _summary(message: str, limit: int = 80) -> str:
 
 
 BUSINESS_TOOLS = ("get_business_info", "get_tire_recommendation", "check_service_availability",
-                  "record_customer_interest", "record_feedback")
+                  "record_customer_interest", "record_feedback", "delete_customer_data")
+
+
+def _thread(config: RunnableConfig | None) -> str | None:
+    """The conversation a tool call belongs to (LangChain injects the run's config)."""
+    thread = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(thread) if thread else None
 
 
 def business_tools(context: ToolContext) -> list[BaseTool]:
-    """The five TreadWise business tools, bound to `context` (its store and data files).
+    """The TreadWise business tools, bound to `context` (its store and data files).
 
     The context may name other data files (`business_profile`, `tire_catalogue`, `coverage`);
     by default the packaged YAML files are used.
@@ -129,7 +136,8 @@ class BusinessDesk:
         return availability(load_coverage(self.context.coverage), location, service_type)
 
     def record_customer_interest(self, email: str, name: str, message: str,
-                                 replaces: str = "") -> str:
+                                 replaces: str = "", *,
+                                 config: RunnableConfig) -> str:
         """Save a customer's contact details and what they are interested in, so the sales
         team can follow up. Only call it with an e-mail address the customer gave as their own
         and only when they asked to be contacted.
@@ -141,11 +149,12 @@ class BusinessDesk:
             replaces: When the customer corrects an address they gave earlier for the same
                 request, that earlier address; otherwise leave it empty.
         """
+        thread = _thread(config)
         try:
             # The store connects on first use, so reaching it can fail like a write.
             store = self.context.store
-            result = (store.replace_lead(replaces, email, name, message) if replaces.strip()
-                      else store.add_lead(email, name, message))
+            result = (store.replace_lead(replaces, email, name, message, thread)
+                      if replaces.strip() else store.add_lead(email, name, message, thread))
         except InvalidLead as exc:
             raise ToolException(f"Not saved: {exc}.") from exc
         except StoreUnavailable as exc:
@@ -153,23 +162,43 @@ class BusinessDesk:
         if replaces.strip() and result.stored:
             return (f"Updated: we'll contact {email.strip()} instead of {replaces.strip()} "
                     f"about {_summary(message)}.")
-        status = "Already on file" if result.duplicate else "Saved"
+        # Whether another conversation gave the same request is nobody's business here:
+        # "already on file" only for what this conversation asked before (no oracle).
+        status = "Already on file" if result.duplicate and result.asked_before else "Saved"
         return f"{status}: we'll contact {email.strip()} about {_summary(message)}."
 
-    def record_feedback(self, question: str) -> str:
+    def record_feedback(self, question: str, *, config: RunnableConfig) -> str:
         """Record a question you could not answer with the other tools, so TreadWise staff
-        can follow up on it.
+        can follow up on it. Only the customer's own question, in their words.
 
         Args:
             question: The customer's question, in their words.
         """
         try:
-            ref = self.context.store.add_feedback(question)
+            ref = self.context.store.add_feedback(question, _thread(config))
         except InvalidLead as exc:
             raise ToolException(f"Not saved: {exc}.") from exc
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't save that right now: {exc}.") from exc
         return f"Noted (ref #{ref}): the TreadWise team will look into this question and follow up."
+
+    def delete_customer_data(self, *, config: RunnableConfig) -> str:
+        """Delete what the customer gave in this conversation (their contact requests and
+        questions) when they withdraw consent or ask to delete or forget their data. Only
+        call it when the customer asks for that themselves.
+        """
+        thread = _thread(config)
+        if thread is None:
+            return "Nothing to delete: this conversation has no id, so nothing was stored for it."
+        try:
+            erased = self.context.store.forget_thread(thread)
+        except StoreUnavailable as exc:
+            raise ToolException(f"I couldn't delete anything right now: {exc}.") from exc
+        if not (erased.leads or erased.feedback):
+            return ("Nothing to delete: no contact request or question was stored from this "
+                    "conversation.")
+        return (f"Deleted: {erased.describe()}. The text of this chat itself is not deleted by "
+                "this.")
 
 
 def _slot(lead_time: str) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import inspect
+import ipaddress
 import threading
 import time
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,33 +17,71 @@ from treadwise.settings import Settings
 
 WINDOW_S = 60.0
 ADDRESS_FACTOR = 3  # a visitor opening new tabs gets at most this many sessions' worth
+# Keys a limiter remembers at most: each costs about 300 bytes (more with many events).
+MAX_KEYS = 50_000
 ADMIN_ONLY = "Only a signed-in admin may do this on a public TreadWise (see TREADWISE_ADMINS)."
 
 
 class RateLimiter:
-    """At most `per_minute` events per key in any sliding minute; 0 means no limit."""
+    """At most `per_minute` events per key in any sliding minute; 0 means no limit.
 
-    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic):
+    Keys are kept in the order they were last used, so the idle ones are at the front: each
+    call forgets the keys whose last event left the window, and past `max_keys` the least
+    recently used ones, so memory stays bounded however many keys (addresses, sessions) come.
+    """
+
+    def __init__(self, per_minute: float, clock: Callable[[], float] = time.monotonic,
+                 max_keys: int = MAX_KEYS):
         self.per_minute = per_minute
         self.clock = clock
-        self._events: dict[str, deque[float]] = {}
+        self.max_keys = max_keys
+        # key -> its event times in the window, oldest first (a list: a deque costs 10x more)
+        self._events: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def wait_s(self, key: str) -> float:
-        """0 when one more event is allowed now (and count it); otherwise seconds to wait."""
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def wait_s(self, key: str, count: bool = True) -> float:
+        """0 when one more event is allowed now (counted, unless `count` is False);
+        otherwise the seconds to wait."""
         if self.per_minute <= 0:
             return 0.0
         now = self.clock()
         with self._lock:
-            events = self._events.setdefault(key, deque())
-            while events and now - events[0] >= WINDOW_S:
-                events.popleft()
-            if len(events) >= self.per_minute:
-                return WINDOW_S - (now - events[0])
-            events.append(now)
-            if len(self._events) > 10_000:  # forget idle keys so the table stays small
-                self._events = {k: v for k, v in self._events.items() if v}
+            events = self._events.get(key)
+            if events is not None:
+                del events[:bisect.bisect_right(events, now - WINDOW_S)]
+                if len(events) >= self.per_minute:
+                    return WINDOW_S - (now - events[0])
+            if count:
+                if events is None:
+                    events = self._events[key] = []
+                events.append(now)
+                self._events.move_to_end(key)
+                self._forget(now)
             return 0.0
+
+    def _forget(self, now: float) -> None:
+        while self._events:
+            oldest = next(iter(self._events.values()))
+            if len(self._events) <= self.max_keys and oldest and now - oldest[-1] < WINDOW_S:
+                return
+            self._events.popitem(last=False)
+
+
+def address_key(host: str) -> str:
+    """The rate-limit key of a client address: an IPv6 client usually holds a whole /64, so
+    the /64 is the key; an IPv4 address (also one mapped into IPv6) is its own key."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 class Access:
@@ -55,6 +95,7 @@ class Access:
         self.env = env
         self.sessions = RateLimiter(settings.session_rate)
         self.addresses = RateLimiter(settings.session_rate * ADDRESS_FACTOR)
+        self._counting = threading.Lock()
 
     def is_admin(self, request: Any) -> bool:
         if not self.settings.public:
@@ -83,15 +124,48 @@ class Access:
         return f"This public TreadWise offers only these models: {allowed}."
 
     def rate_refusal(self, session_key: str, request: Any) -> str | None:
-        """A short note when this session (or its address) sent too much in the last minute."""
+        """A short note when this session (or its address) sent too much in the last minute.
+
+        The address is the peer's, or what a proxy in TREADWISE_TRUSTED_PROXIES forwarded for
+        it (`start` has the server read X-Forwarded-For from those proxies only), so a client
+        cannot pick it; new sessions share their address's budget. A message is counted
+        against both only when both allow it.
+        """
         if self.is_admin(request) and self.settings.public:
             return None
-        address = getattr(getattr(request, "client", None), "host", None) or "unknown"
-        wait = self.sessions.wait_s(session_key) or self.addresses.wait_s(address)
-        if not wait:
-            return None
-        return (f"Please slow down: this page answers at most {self.settings.session_rate:g} "
-                f"messages a minute. Try again in {max(1, round(wait))} s.")
+        address = address_key(getattr(getattr(request, "client", None), "host", None)
+                              or "unknown")
+        with self._counting:
+            crowd = self.addresses.wait_s(address, count=False)
+            wait = crowd or self.sessions.wait_s(session_key, count=False)
+            if not wait:
+                self.addresses.wait_s(address)
+                self.sessions.wait_s(session_key)
+                return None
+        limit = (f"{self.addresses.per_minute:g} messages a minute from one address" if crowd
+                 else f"{self.sessions.per_minute:g} messages a minute")
+        return f"Please slow down: this page answers at most {limit}. Try again in " \
+               f"{max(1, round(wait))} s."
+
+
+def accept_any(component: Any) -> Any:
+    """Let a picker hand any value to the handler, which refuses a bad one in words.
+
+    Gradio's own checks (a slider's range, a radio's or dropdown's choices) raise an error that
+    prints a traceback in the server log for every out-of-range value sent through the API.
+    The picker becomes an instance of a subclass, as Gradio rebuilds a component from its class
+    when an event updates it (new choices) for one session.
+    """
+    component.__class__ = _accepting(type(component))
+    return component
+
+
+@functools.cache
+def _accepting(cls: type) -> type:
+    # A "template" of `cls`, so the page draws it as `cls` itself (Gradio's own templates,
+    # such as ClearButton, work this way).
+    return type(cls.__name__, (cls,), {"__module__": cls.__module__, "is_template": True,
+                                       "preprocess": lambda self, payload: payload})
 
 
 class RefuseUploads:
@@ -110,8 +184,11 @@ class RefuseUploads:
         await self.app(scope, receive, send)
 
 
-def admin_only(fn: Callable[..., Any], access: Access) -> Callable[..., Any]:
-    """`fn` (a plain, non-generator Gradio handler) refusing visitors who are not admins.
+def admin_only(fn: Callable[..., Any], access: Access,
+               refused: Callable[[], Any] | None = None) -> Callable[..., Any]:
+    """`fn` (a plain, non-generator Gradio handler) refusing visitors who are not admins:
+    with an error, or quietly with what `refused()` returns (for an event of the page itself,
+    such as its load, where an error would greet every visitor).
 
     Gradio passes a handler the request and a progress tracker by reading its signature, so
     the wrapper shows `fn`'s parameters after a leading `request` one.
@@ -120,9 +197,11 @@ def admin_only(fn: Callable[..., Any], access: Access) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def guarded(request: gr.Request, *args: Any, **kwargs: Any) -> Any:
-        if not access.is_admin(request):
-            raise gr.Error(ADMIN_ONLY, print_exception=False)
-        return fn(*args, **kwargs)
+        if access.is_admin(request):
+            return fn(*args, **kwargs)
+        if refused is not None:
+            return refused()
+        raise gr.Error(ADMIN_ONLY, print_exception=False)
 
     signature = inspect.signature(fn)
     first = inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from treadwise.settings import Settings
-from treadwise.web.access import Access, RefuseUploads, admin_only
+from treadwise.web.access import ADMIN_ONLY, Access, RefuseUploads, admin_only
 from treadwise.web.files import use_cache_dir
 from treadwise.web.turns import LazyAgent
 
@@ -23,6 +24,8 @@ MAX_QUEUE = 128
 MAX_FILE_SIZE = "1mb"  # the page takes no uploads; this bounds anything posted anyway
 CACHE_CLEANUP = (3600, 24 * 3600)  # every hour, drop cached plots and exports older than a day
 RESULTS_DIR = Path("results")
+# The Experiments tab's handlers that a visitor of a public page may not call.
+ADMIN_HANDLERS = ("refresh", "show", "pick_config", "show_case", "compare", "sweep")
 
 
 def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None = None, *,
@@ -40,8 +43,13 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
     holder = agent if isinstance(agent, LazyAgent) else LazyAgent(settings, agent)
     access = Access(settings, env)
     experiments = ExperimentsTab(results_dir or RESULTS_DIR)
-    if settings.public:  # sweeps write under results/ and may call paid models
-        experiments.sweep = admin_only(experiments.sweep, access)  # type: ignore[method-assign]
+    if settings.public:
+        # Runs hold whole transcripts (what customers typed) and sweeps write under results/
+        # and may call paid models: every handler of the tab is for admins only.
+        for name in ADMIN_HANDLERS:
+            setattr(experiments, name, admin_only(getattr(experiments, name), access))
+        experiments.load = admin_only(  # type: ignore[method-assign]
+            experiments.load, access, refused=lambda: experiments.empty(ADMIN_ONLY))
     with gr.Blocks(title="TreadWise assistant", analytics_enabled=False,
                    delete_cache=CACHE_CLEANUP) as demo:
         gr.Markdown("# TreadWise Tire Co. assistant\nTires, mobile service, Smart Tread\u2122 "
@@ -96,9 +104,35 @@ def banner(settings: Settings) -> str:
                 "\"Deploying publicly\", before opening it to a network).")
     rate = f"{settings.session_rate:g} messages a minute" if settings.session_rate else "no"
     login = "a login page" if settings.auth else "no login"
-    return (f"TreadWise is listening on {where} in public mode: {login}; visitors get the "
-            f"models {', '.join(settings.public_models)}, no sweeps, no custom model specs "
-            f"and a limit of {rate} per session.")
+    proxies = (f"the address X-Forwarded-For gives when the request comes from "
+               f"{', '.join(settings.trusted_proxies)}" if settings.trusted_proxies else
+               "the connecting address (behind a reverse proxy, set TREADWISE_TRUSTED_PROXIES)")
+    lines = [f"TreadWise is listening on {where} in public mode: {login}; visitors get the "
+             f"models {', '.join(settings.public_models)}, no sweeps, no experiment runs, no "
+             f"custom model specs and a limit of {rate} per session. Rate limits count "
+             f"{proxies}."]
+    if settings.database_url and not settings.secret_key:
+        lines.append("TREADWISE_SECRET_KEY is not set: conversation links made here open "
+                     "only on this replica.")
+    return "\n".join(lines)
+
+
+def trust_proxies(settings: Settings) -> None:
+    """Have the server take the client address from X-Forwarded-For only when the request
+    comes from a proxy in TREADWISE_TRUSTED_PROXIES (none by default).
+
+    Uvicorn, which Gradio starts, rewrites the client address from that header, by default
+    for any request from 127.0.0.1 or ::1, so that any local process or a proxy passing the
+    header on unchanged could pick the address the rate limit counts. Its only setting Gradio
+    does not override is FORWARDED_ALLOW_IPS, read when the server starts.
+    """
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(settings.trusted_proxies)
+
+
+def start(demo: gr.Blocks, settings: Settings, **overrides: Any) -> None:
+    """Launch `demo` with `launch_kwargs(settings)` (and `overrides`), proxies trusted as set."""
+    trust_proxies(settings)
+    demo.launch(**{**launch_kwargs(settings), **overrides})
 
 
 def serve(settings: Settings | None = None) -> None:
@@ -108,7 +142,7 @@ def serve(settings: Settings | None = None) -> None:
     use_cache_dir(settings)  # before Gradio is imported: some of it reads the folder then
     agent = LazyAgent(settings)
     demo = create_app(settings, agent)
-    demo.launch(**launch_kwargs(settings), prevent_thread_lock=True)
+    start(demo, settings, prevent_thread_lock=True)
     print(banner(settings), flush=True)
     agent.warm_up()
     demo.block_thread()

@@ -12,16 +12,17 @@ import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import FriendlyError, ModelConfigError, redact
-from treadwise.models import display_name, label, loading_message
+from treadwise.models import display_name, expectation, label, loading_message
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
 from treadwise.tools.web import status_note as web_status_note
-from treadwise.web.access import Access
+from treadwise.web.access import Access, accept_any
 from treadwise.web.browser import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.chat_export import export_files
 from treadwise.web.files import publish_png
 from treadwise.web.render import LATEX_DELIMITERS, render
+from treadwise.web.resume import ThreadLinks
 from treadwise.web.session import ChatSession, Turn, new_session
 from treadwise.web.turns import LazyAgent, TurnRunner
 
@@ -42,16 +43,6 @@ BACKOFF = 4  # an update that took t to go out is followed by the next after 4 t
 TEMPERATURE_RANGE = (0.0, 1.0)
 BUSY_WARNING = "A reply is still being written: press Stop first, or wait for it to finish."
 Outputs = tuple[Any, Any, Any, Any]  # chatbot, Send button, Markdown export, JSON export
-
-
-def accept_any(component: Any) -> Any:
-    """Let a picker hand any value to the handler, which refuses a bad one in words.
-
-    Gradio's own checks (a slider's range, a radio's choices) raise an error that prints a
-    traceback in the server log for every out-of-range value sent through the API.
-    """
-    component.preprocess = lambda payload: payload  # the instance's own, before the class's
-    return component
 
 
 def _loading_note(spec: str) -> str | None:
@@ -95,6 +86,7 @@ class ChatTab:
         self.strategies = strategy_names()  # read once: it scans the installed entry points
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
+        self.links = ThreadLinks(settings)
         self.cache_dir = ""
 
     def build(self, demo: gr.Blocks) -> None:
@@ -165,6 +157,9 @@ class ChatTab:
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
+        # Picking a small local model says in one line what to expect of it.
+        model.change(lambda spec: gr.Info(note) if (note := expectation(spec)) else None,
+                     [model], None, api_visibility="private")
         outputs = [chatbot, send, export_md, export_json]
         turn_inputs = [session, persona, model, custom, temperature, strategy]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
@@ -186,8 +181,8 @@ class ChatTab:
         message.change(None, [message], None, js=COUNTER_JS % (limit, int(limit * COUNT_FROM)))
         if public:
             demo.load(self.personalise, None, [custom], api_visibility="private")
-        # Any replica can reopen a conversation by its thread id (memory is in the database):
-        # from the API, or in the browser with ?thread=<id> (the id is in the JSON export).
+        # Any replica can reopen a conversation from its link (memory is in the database):
+        # from the API, or in the browser with ?thread=<link> (the link is in the JSON export).
         thread = gr.Textbox(visible=False)
         gr.Button(visible=False).click(self.resume, [thread, session], page, api_name="resume")
         demo.load(self.resume_from_link, [session], page, api_visibility="private")
@@ -248,15 +243,16 @@ class ChatTab:
     def stop(self, session: ChatSession) -> None:
         session.stop()
 
-    def resume(self, thread_id: str, session: ChatSession) -> tuple[Any, ...]:
-        """Show the conversation memory holds for `thread_id` and continue it from here."""
-        from treadwise.web.resume import restored_turns, valid_thread_id
+    def resume(self, link: str, session: ChatSession) -> tuple[Any, ...]:
+        """Show the conversation memory holds for the thread `link` opens, and continue it."""
+        from treadwise.web.resume import restored_turns
 
         if session.running:
             gr.Warning(BUSY_WARNING)
             return (gr.skip(),) * 5
-        if (thread := valid_thread_id(thread_id)) is None:
-            gr.Warning("That is not a conversation id (32 hexadecimal characters).")
+        if (thread := self.links.thread_of(link)) is None:
+            gr.Warning("That is not a link to one of your conversations: use the `resume` "
+                       "value of your JSON export.")
             return (gr.skip(),) * 5
         session.thread_id = thread
         session.turns = restored_turns(self.runner.agent.get().history(thread))
@@ -385,7 +381,8 @@ class ChatTab:
         exports: tuple[Any, Any] = (None, None)
         if final:
             finished = any(not t.running for t in session.turns)
-            paths = export_files(session, self.cache_dir) if finished else (None, None)
+            paths = (export_files(session, self.cache_dir, self.links.link(session.thread_id))
+                     if finished else (None, None))
             send = gr.Button(interactive=True)
             exports = (gr.DownloadButton(value=paths[0], interactive=finished),
                        gr.DownloadButton(value=paths[1], interactive=finished))

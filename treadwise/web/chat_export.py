@@ -71,13 +71,31 @@ def conversation_markdown(session: ChatSession) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def export_files(session: ChatSession, cache_dir: str) -> tuple[str, str]:
-    """Write both exports into Gradio's cache; return (markdown path, json path)."""
+def _redacted(value: Any) -> Any:
+    """Every text in a JSON value redacted, keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    if isinstance(value, dict):
+        return {redact(key): _redacted(item) for key, item in value.items()}
+    return value
+
+
+def export_files(session: ChatSession, cache_dir: str,
+                 resume: str | None = None) -> tuple[str, str]:
+    """Write both exports into Gradio's cache; return (markdown path, json path). The JSON
+    one also holds `resume`, the link that reopens the conversation (see ThreadLinks)."""
     from treadwise.web.files import save_to_cache
 
-    stem = f"treadwise-conversation-{session.thread_id[:8]}"
-    data = json.dumps(conversation_json(session), ensure_ascii=False, indent=2, default=str)
-    # Secrets a user typed (or a model spec held) are redacted in what is written to disk.
-    markdown, data = (redact(text) for text in (conversation_markdown(session), data))
+    # Named by the time, not the thread: a file name travels (logs, shared folders, mail).
+    stem = f"treadwise-conversation-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    # Secrets a user typed (or a model spec held) are redacted in what is written to disk;
+    # the link is added after, as it is the visitor's own key to the conversation.
+    fields = _redacted(json.loads(json.dumps(conversation_json(session), default=str)))
+    if resume:
+        fields = {"thread_id": fields.pop("thread_id"), "resume": resume, **fields}
+    data = json.dumps(fields, ensure_ascii=False, indent=2)
+    markdown = redact(conversation_markdown(session))
     markdown = save_to_cache(markdown.encode(), f"{stem}.md", cache_dir)
     return markdown, save_to_cache(data.encode(), f"{stem}.json", cache_dir)

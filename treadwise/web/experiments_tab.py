@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from treadwise.errors import redact
+from treadwise.web.access import accept_any
 from treadwise.web.experiments_view import (
     case_choices,
     case_index,
@@ -50,7 +51,8 @@ def run_choices(results_dir: Path) -> list[tuple[str, str]]:
 
 def run_dir(results_dir: Path, run_id: str | None) -> Path | None:
     """The folder of a listed run; anything else (a path, "..", an unknown id) is None."""
-    if not run_id or "/" in run_id or "\\" in run_id or run_id.startswith("."):
+    if not isinstance(run_id, str) or not run_id or "/" in run_id or "\\" in run_id \
+            or run_id.startswith("."):
         return None
     path = (results_dir / run_id).resolve()
     if path.parent != results_dir.resolve() or not path.is_dir():
@@ -101,7 +103,7 @@ def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any
 def _transcript(path: Path | None, case_key: str | None) -> str:
     from experiments.store import open_run
 
-    if path is None or not case_key:
+    if path is None or not case_key or not isinstance(case_key, str):
         return transcript_html(None)
     try:
         return transcript_html(open_run(path).transcript(case_key))
@@ -113,7 +115,8 @@ def show_cases(path: Path | None, config: str | None = None) -> tuple[Any, Any, 
     """(configuration picker, case picker, transcript) for a run, the first failure shown."""
     index = case_index(path) if path is not None else {}
     configs = config_choices(index)
-    config = config if config in index else (configs[0][1] if configs else None)
+    if not (isinstance(config, str) and config in index):
+        config = configs[0][1] if configs else None
     cases = case_choices(index, config)
     case = cases[0][1] if cases else None
     return (gr.Dropdown(choices=configs, value=config), gr.Dropdown(choices=cases, value=case),
@@ -136,8 +139,10 @@ class ExperimentsTab:
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
                 with gr.Row(equal_height=False):
-                    runs = gr.Dropdown(label="Run", choices=[], value=None, scale=5,
-                                       elem_id="run-picker")
+                    # The pickers' values are checked by the handlers, in words: Gradio's own
+                    # check of a value sent through the API logs a traceback each time.
+                    runs = accept_any(gr.Dropdown(label="Run", choices=[], value=None, scale=5,
+                                                  elem_id="run-picker"))
                     refresh = gr.Button("Refresh list", size="sm", scale=1, min_width=110,
                                         elem_id="runs-refresh", elem_classes="tw-inline-button")
             with gr.Column(scale=2):
@@ -166,7 +171,7 @@ class ExperimentsTab:
         # One progress bar, in the status line: not one over every output of the event.
         start.click(self.sweep, [limit], [runs, *shown, status], api_name="sweep",
                     concurrency_limit=1, concurrency_id="sweep", show_progress_on=[status])
-        demo.load(self.refresh, [runs], [runs, *shown], api_visibility="private", **quiet)
+        demo.load(self.load, [runs], [runs, *shown], api_visibility="private", **quiet)
         config, case, transcript = cases
         config.input(self.pick_config, [runs, config], [case, transcript],
                      api_name="transcript_config", **quiet)
@@ -179,10 +184,11 @@ class ExperimentsTab:
         with gr.Accordion("Transcripts: one case's whole conversation", open=False,
                           elem_id="transcripts"):
             with gr.Row(equal_height=False):
-                config = gr.Dropdown(label="Configuration", choices=[], value=None, scale=3,
-                                     elem_id="transcript-config")
-                case = gr.Dropdown(label="Scenario and repeat (failures first)", choices=[],
-                                   value=None, scale=2, elem_id="transcript-case")
+                config = accept_any(gr.Dropdown(label="Configuration", choices=[], value=None,
+                                                scale=3, elem_id="transcript-config"))
+                case = accept_any(gr.Dropdown(label="Scenario and repeat (failures first)",
+                                              choices=[], value=None, scale=2,
+                                              elem_id="transcript-case"))
             transcript = gr.HTML(transcript_html(None), elem_id="transcript-view")
         return [config, case, transcript]
 
@@ -190,9 +196,9 @@ class ExperimentsTab:
     def _build_compare(runs: Any) -> list[Any]:
         with gr.Accordion("Compare with another run", open=False, elem_id="compare"):
             with gr.Row(equal_height=False):
-                baseline = gr.Dropdown(label="Baseline run (A); the run picked above is B",
-                                       choices=[], value=None, scale=4,
-                                       elem_id="compare-baseline")
+                baseline = accept_any(gr.Dropdown(
+                    label="Baseline run (A); the run picked above is B", choices=[],
+                    value=None, scale=4, elem_id="compare-baseline"))
                 button = gr.Button("Compare", scale=1, min_width=110,
                                    elem_id="compare-start", elem_classes="tw-inline-button")
             result = gr.Markdown(elem_id="compare-result")
@@ -206,14 +212,22 @@ class ExperimentsTab:
         return (*show_run(self.results_dir, run_id, self.cache_dir), *show_cases(path),
                 gr.Dropdown(choices=others, value=others[0][1] if others else None))
 
+    @staticmethod
+    def empty(message: str) -> tuple[Any, ...]:
+        """What `refresh` shows when there is nothing to show: no runs, and `message`."""
+        nothing = gr.Dropdown(choices=[], value=None)
+        return (nothing, {"headers": ["summary"], "data": [[message]]}, [], "", nothing,
+                nothing, transcript_html(None), nothing)
+
+    def load(self, current: str | None) -> tuple[Any, ...]:
+        """The page's first look at the runs (quietly empty for a visitor of a public page)."""
+        return self.refresh(current)
+
     def refresh(self, current: str | None) -> tuple[Any, ...]:
         try:
             choices = run_choices(self.results_dir)
         except ImportError as exc:
-            message = f"The experiments package is not available here ({exc})."
-            return (gr.Dropdown(choices=[], value=None),
-                    {"headers": ["summary"], "data": [[message]]}, [], "", gr.skip(),
-                    gr.skip(), "", gr.skip())
+            return self.empty(f"The experiments package is not available here ({exc}).")
         ids = [value for _, value in choices]
         value = current if current in ids else (ids[0] if ids else None)
         return (gr.Dropdown(choices=choices, value=value), *self._view(value))

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 CACHE_DIR_NAME = "web-cache"
 # Gradio serves only its own cache, so this list is the second lock, kept short on purpose:
 # every file in every chat update is checked against each entry.
-DATA_ENTRIES = ("leads.db", "memory.db", "plots")
+DATA_ENTRIES = ("leads.db", "memory.db", "plots", "secret.key")
 
 
 def cache_dir(settings: Settings) -> Path:

@@ -61,6 +61,7 @@ Stage: write. Do not call tools. Write the final reply to the customer's last me
 persona's voice from the notes below: state the agreed answer (or the draft's) and how it was
 found in a sentence or two. Never mention attempts, votes, drafts or stages."""
 NON_MATH = ("business", "other")
+COUNTED = {"react", "program"}  # approaches whose answers can count (tools, the sandbox)
 FINAL_RE = re.compile(r"final answer\s*(?:is|:|=)\s*(.+)", re.IGNORECASE)
 NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
 # A lone letter beside an operator: an expression such as x^3/3 + C, not a number.
@@ -78,6 +79,9 @@ def approaches(settings: Settings | None) -> tuple[int, tuple[str, ...]]:
     if unknown or not mix:
         raise ValueError(f"unknown self-consistency approach {', '.join(unknown) or '(none)'}; "
                          f"choose from {', '.join(ATTEMPTS)}")
+    if not set(mix) & COUNTED:
+        raise ValueError("self-consistency needs react or program among its approaches: only "
+                         "answers a tool or a program produced count in the vote")
     if not 1 <= k <= MAX_ATTEMPTS:
         raise ValueError(f"self-consistency k must be between 1 and {MAX_ATTEMPTS}, got {k}")
     return k, mix
@@ -179,8 +183,12 @@ def program_call(response: AIMessage, index: int, program: str) -> AIMessage:
 
 
 def listing(attempts: list[dict[str, Any]]) -> str:
-    return "\n\n".join(f"Attempt {i} ({a['approach']}): answer {a['answer'] or 'none'}\n"
-                       f"{a['text'][:800]}" for i, a in enumerate(attempts, 1))
+    """The attempts for the self-correction: each with the answer that counts (or none)."""
+    return "\n\n".join(
+        f"Attempt {i} ({a['approach']}): answer {a['answer'] or 'none'}\n"
+        + (f"(It stated {a['unbacked']}, which no tool result or program gave.)\n"
+           if a.get("unbacked") else "") + a["text"][:800]
+        for i, a in enumerate(attempts, 1))
 
 
 @strategy("self-consistency", budget=10, budget_setting="consistency_budget",
@@ -229,13 +237,10 @@ def build(kit: Kit) -> Any:
         index = len(trace["attempts"])
         approach = trace["order"][index]
         text, used = trace.pop("text", ""), trace.pop("used", 0)
-        answer = _answer_of(approach, text, own(state["messages"], index))
-        entry = {"approach": approach, "answer": answer, "text": text.strip()[:2000],
-                 "llm_calls": used}
+        entry = _entry(approach, text, used, own(state["messages"], index))
         trace["attempts"] = [*trace["attempts"], entry]
-        trace = record(trace, "attempt", f"Attempt {index + 1} ({approach}): "
-                       f"{answer if answer is not None else 'no answer'}",
-                       approach=approach, answer=answer)
+        trace = record(trace, "attempt", f"Attempt {index + 1} ({approach}): {_shown(entry)}",
+                       approach=approach, answer=entry["answer"])
         more = (len(trace["attempts"]) < len(trace["order"])
                 and calls_left(state, budget) > RESERVE)
         return Command(update={"trace": trace}, goto="attempt" if more else "vote")
@@ -259,7 +264,9 @@ def build(kit: Kit) -> Any:
                   stage_message(material(attempts=listing(trace["attempts"])), "correct")]
         response = parts.call(context, prompt, final=True, stage="correct")
         answer = extract_answer(response.text)
-        result = {**trace["vote"], "corrected": answer}
+        # The correction picks among answers a tool or a program produced, or none.
+        backed = {a["answer"] for a in trace["attempts"]} - {None}
+        result = {**trace["vote"], "corrected": answer if answer in backed else None}
         trace = record(spent({**trace, "vote": result}, response), "correct",
                        response.text or "(empty reply)", answer=answer)
         return {"iterations": state.get("iterations", 0) + 1, "trace": trace}
@@ -306,16 +313,40 @@ def _program_tools(kit: Kit) -> list[Any]:
     return program_tools(ToolContext(data_dir))
 
 
-def _answer_of(approach: str, text: str, mine: list[AnyMessage]) -> str | None:
-    """A program's answer is its result line; the others state theirs (a capped tool attempt
-    that never wrote one answers with its last tool result)."""
+def _answer_of(approach: str, text: str,
+               mine: list[AnyMessage]) -> tuple[str | None, str | None]:
+    """(the answer that counts in the vote, the answer the attempt stated).
+
+    Only answers a successful tool result or program produced count: a program's result line,
+    or a tool attempt's stated answer when one of its successful tool results gives it (a
+    capped attempt that wrote none answers with its last result). Step-by-step reasoning, or
+    a number read from an error ("the limit is 10,000 digits"), states an answer but never
+    counts."""
     results = [m for m in mine if isinstance(m, ToolMessage) and m.status != "error"]
     if approach == "program":
         runs = [m for m in results if m.name == "run_program"]
-        return extract_answer(runs[-1].text.rsplit("Result:", 1)[-1]) if runs else None
-    if text.strip() or approach != "react":
-        return extract_answer(text)
-    return extract_answer(results[-1].text) if results else None
+        answer = extract_answer(runs[-1].text.rsplit("Result:", 1)[-1]) if runs else None
+        return answer, answer
+    stated = extract_answer(text) if text.strip() or approach != "react" else (
+        extract_answer(results[-1].text) if results else None)
+    produced = {extract_answer(m.text) for m in results} - {None}
+    return (stated if approach == "react" and stated in produced else None), stated
+
+
+def _entry(approach: str, text: str, used: int, mine: list[AnyMessage]) -> dict[str, Any]:
+    """One attempt's record; `unbacked` holds what it stated when that does not count."""
+    answer, stated = _answer_of(approach, text, mine)
+    entry = {"approach": approach, "answer": answer, "text": text.strip()[:2000],
+             "llm_calls": used}
+    return {**entry, "unbacked": stated} if stated != answer else entry
+
+
+def _shown(entry: dict[str, Any]) -> str:
+    if entry["answer"] is not None:
+        return entry["answer"]
+    if entry.get("unbacked") is not None:
+        return f"no answer that counts (it stated {entry['unbacked']}, which no tool result gave)"
+    return "no answer"
 
 
 def _write_up(trace: dict[str, Any],
@@ -347,12 +378,14 @@ def _no_vote(trace: dict[str, Any]) -> Command:
 
 def _backing(result: dict[str, Any], attempts: list[dict[str, Any]],
              answer: str | None) -> int | None:
-    """The attempt whose work the answer is written from: the only one, or the first that
-    reached the agreed answer."""
+    """The attempt whose work the answer is written from: the only one, the first that
+    reached the agreed answer or, without one, the first that used the tools (what they said,
+    such as why a number cannot be computed, is the most honest reply)."""
     if result.get("skipped"):
         return 0 if attempts else None
-    return next((i for i, a in enumerate(attempts)
-                 if answer is not None and a["answer"] == answer), None)
+    if answer is None:
+        return next((i for i, a in enumerate(attempts) if a["approach"] == "react"), None)
+    return next((i for i, a in enumerate(attempts) if a["answer"] == answer), None)
 
 
 def _agreed(result: dict[str, Any], answer: str | None) -> str:

@@ -1,0 +1,46 @@
+"""Math probes of issues 26 and 27 as a customer types them, answered through the offline model
+and the real math engine: a result the engine cannot compute faithfully is refused, never
+replaced by another one."""
+
+from __future__ import annotations
+
+import pytest
+
+from treadwise.agent import Agent
+from treadwise.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Agent:
+    return Agent(Settings(data_dir=tmp_path_factory.mktemp("math") / "data"),
+                 toolsets=("math",))
+
+
+def ask(agent: Agent, message: str):
+    result = agent.run(message, thread_id=f"t-{abs(hash(message))}")
+    assert result.error is None
+    return result
+
+
+def test_a_derivative_of_an_order_beyond_reach_is_refused_not_lowered(agent: Agent):
+    result = ask(agent, "1000th derivative of x^x*exp(sin(x))")
+    step = next(s for s in result.tool_calls if s.name == "differentiate")
+    assert step.args["order"] == 1000 and "from 1 to 10 (got 1000)" in step.error
+    assert "d/dx" not in result.answer and "from 1 to 10" in result.answer
+    assert "d⁴/dx⁴ [x^5] = 120x" in ask(agent, "what is the 4th derivative of x^5").answer
+
+
+def test_a_continuous_integrand_on_a_closed_interval_is_never_called_divergent(agent: Agent):
+    result = ask(agent, "integral of exp(x^2)*sin(x^x) from 0 to 10")
+    assert "diverges" not in result.answer and "could not be computed" in result.answer
+    assert "diverges" in ask(agent, "integral of 1/x^2 from 0 to 1").answer
+
+
+def test_digit_counts_are_exact(agent: Agent):
+    result = ask(agent, "10**9999 * 10**9999")
+    assert "19,999 digits" in result.answer and "10^19998" not in result.answer
+
+
+def test_an_overflowing_float_is_said_to_overflow(agent: Agent):
+    answer = ask(agent, "1e308*10").answer
+    assert "overflow" in answer and "310-digit integer" not in answer
