@@ -75,6 +75,17 @@ def database_run(name: str, results_dir: Path = RESULTS_DIR) -> RunStore:
     return DatabaseRun(pool, name, Path(results_dir) / name)
 
 
+def shared_run(name: str, results_dir: Path = RESULTS_DIR) -> RunStore | None:
+    """The database run of this name (its folder here RESULTS_DIR/NAME), or None: no database
+    configured, no such run, or a name no run can have."""
+    if not _database_configured():
+        return None
+    try:
+        return database_run(name, results_dir)
+    except ValueError:  # a bad name, no such run, or the database unreadable (said elsewhere)
+        return None
+
+
 def list_runs(results_dir: Path = RESULTS_DIR, *, database: bool = True,
               warn: Callable[[str], None] | None = None) -> list[RunInfo]:
     """Every run folder under `results_dir` and (unless `database` is False, and when

@@ -24,6 +24,7 @@ from experiments.store.run_store import (
     NoResults,
     RunInfo,
     RunStore,
+    ran_on_cluster,
 )
 from experiments.store.transcripts_file import TRANSCRIPTS_FILE, encode, pick_transcript
 
@@ -281,7 +282,7 @@ def _iso(value: Any) -> Any:
 def _info(row: dict[str, Any]) -> RunInfo:
     return RunInfo(id=row["run_id"], path=Path(row["run_id"]), created=row["created_at"],
                    rows=row["done"], has_report=False, grid=row["grid_name"],
-                   status=_status(row), shared=True)
+                   status=_status(row), shared=True, cluster=ran_on_cluster(row["meta"] or {}))
 
 
 def list_database(pool: Any) -> list[RunInfo]:

@@ -33,6 +33,13 @@ class RunInfo:
     grid: str = ""
     status: str = ""
     shared: bool = False  # its rows are in the database, not in a folder
+    cluster: bool = False  # some of its cases ran on a Dask cluster
+
+
+def ran_on_cluster(meta: dict[str, Any]) -> bool:
+    """Whether any attempt of a run sent its cases to a Dask cluster (meta.json's fields)."""
+    return bool(meta.get("cluster")) or any(
+        isinstance(a, dict) and a.get("cluster") for a in meta.get("attempts") or [])
 
 
 class RunWriter(Protocol):
