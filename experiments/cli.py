@@ -118,7 +118,7 @@ def _list(args: argparse.Namespace) -> int:
     for run in list_runs(args.out):
         report = "database" if run.shared else "report" if run.has_report else "no report"
         print(f"{run.id:<40} {run.created:%Y-%m-%d %H:%M} {run.rows:>6} rows  {report:<9} "
-              f"{run.status}")
+              f"{run.status}{'  (Dask cluster)' if run.cluster else ''}")
     return EXIT_OK
 
 
