@@ -103,7 +103,7 @@ def client(repo: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def finish(process: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
+def finish(process: subprocess.Popen, timeout: float = 900) -> tuple[int, str, str]:
     out, err = process.communicate(timeout=timeout)
     return process.returncode, out, err
 
@@ -113,7 +113,7 @@ def rows_of(out: Path) -> list[dict]:
     return read_rows(runs[0] / RESULTS_FILE) if runs else []
 
 
-def wait_for_rows(out: Path, n: int, process: subprocess.Popen, timeout: float = 180) -> None:
+def wait_for_rows(out: Path, n: int, process: subprocess.Popen, timeout: float = 900) -> None:
     import time
 
     deadline = time.monotonic() + timeout
@@ -190,7 +190,7 @@ def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_pa
     keys = {c.key: c.cell.model for c in load_grid(grid).cases()}
     out = tmp_path / "out"
     code, _, err = finish(client(repo, env, "--grid", str(grid), "--out", str(out),
-                                 "--cluster", cluster.address), timeout=280)
+                                 "--cluster", cluster.address))
     assert code == 0, err
     assert_every_case_once(out, set(keys))
     started = started_tasks(tmp_path / "tasks")

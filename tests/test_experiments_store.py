@@ -132,7 +132,7 @@ def test_a_database_run_reads_typed_and_exports_the_same_rows(tmp_path, database
     assert not run.append(record(keys[0], answer="late", repeat=1))  # a result stands
     assert run.append(record(keys[2], judge_score=5, judge_cached=True, repeat=3))
     run.finish(status="finished")
-    assert run.completed and run.meta()["status"] == "finished"
+    assert run.meta()["status"] == "finished"
     assert run.finished() == dict.fromkeys(keys, "ok")
     assert run.transcript(keys[2][-8:])["case_key"] == keys[2]
     assert run.info().shared and run.info().rows == 3
