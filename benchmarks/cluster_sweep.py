@@ -103,8 +103,9 @@ def lines_changed() -> str:
         added, removed = added + int(plus), removed + int(minus)
     if not commit:
         return "lines of code: the Dask commit is not in this history"
-    return (f"lines of code: {removed} removed, {added} added (the PostgreSQL claim queue, "
-            f"its worker processes and their tests vs the Dask lane)")
+    return (f"lines of code: {removed} removed, {added} added by the commit that moved sweeps "
+            "onto Dask (claim queue, worker processes, their test and benchmark out; the Dask "
+            "lane and the runner's changes in; the cluster tests came later)")
 
 
 def main() -> None:
