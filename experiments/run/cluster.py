@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.define.grid import Case
-from experiments.run.cluster_worker import RunSpec, SweepOnWorker, is_local, run_case
+from experiments.run.cluster_worker import RunSpec, SweepOnWorker, is_local, resource, run_case
 from experiments.run.lanes import GONE, LOST, RECORD, Event
 from experiments.store.run_store import GRID_COPY, PRICES_COPY, SCENARIOS_COPY
 
@@ -69,7 +69,7 @@ def connect(address: str, *, workers: int, threads: int,
         cluster = LocalCluster(
             n_workers=workers, threads_per_worker=threads, processes=True, host="127.0.0.1",
             scheduler_port=0, dashboard_address=None, silence_logs=logging.CRITICAL,
-            resources={model: 1 for model in local_models or []} or None)
+            resources={resource(model): 1 for model in local_models or []} or None)
         return Cluster(Client(cluster), cluster.scheduler_address, cluster)
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S)
@@ -126,7 +126,7 @@ class ClusterLane:
         model = case.cell.model
         future = self.cluster.client.submit(
             run_case, self.spec.run_id, case.key, key=f"case-{self.spec.run_id}-{case.key}",
-            pure=False, resources={model: 1} if is_local(model) else None)
+            pure=False, resources={resource(model): 1} if is_local(model) else None)
         self.in_flight += 1
         with self._lock:
             self._futures[case.key] = future

@@ -23,6 +23,12 @@ def is_local(spec: str) -> bool:
     return spec.startswith(LOCAL_PREFIX)
 
 
+def resource(spec: str) -> str:
+    """The Dask resource a worker offers to run a local model: its spec without ?settings
+    (local:smollm2?decoding=free runs where local:smollm2 is)."""
+    return spec.split("?", 1)[0]
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """What any worker needs to run a sweep's cases: the run's files as text (a worker on
@@ -90,7 +96,8 @@ class SweepOnWorker(WorkerPlugin):
                            rate_share=spec.rate_share)
         for model in grid.models:
             # Loaded now, once for this worker, and only where the worker offers it.
-            if is_local(model) and model in self._offers and model not in prepared.skipped:
+            if is_local(model) and resource(model) in self._offers \
+                    and model not in prepared.skipped:
                 warm = getattr(prepared.models.build(model, 0.0), "warm", None)
                 if warm is not None:
                     warm()

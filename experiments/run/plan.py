@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.define.grid import Case, Grid, load_grid
-from experiments.run.cluster_worker import is_local
+from experiments.run.cluster_worker import is_local, resource
 from experiments.run.prepare import Prepared, prepare
 from experiments.store.run_store import GRID_COPY, PRICES_COPY, SCENARIOS_COPY, RunWriter
 
@@ -60,11 +60,11 @@ class SweepPlan:
         for spec in self.grid.models:
             if not is_local(spec):
                 continue
-            if offers.get(spec):
+            if offers.get(resource(spec)):
                 self.skipped.pop(spec, None)
             else:
                 self.skipped[spec] = (f"no worker of the cluster offers it (start one with "
-                                      f"dask worker ... --resources {spec}=1)")
+                                      f"dask worker ... --resources {resource(spec)}=1)")
         self.select()
 
     def calls_estimate(self) -> int:
