@@ -185,7 +185,7 @@ def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_pa
     (tmp_path / "tasks").mkdir()
     scenario = {**HOURS, "checks": []}  # placement is the point, not what 135M says
     grid = write_grid(tmp_path, [scenario], models=["openai:gpt-test", "local:smollm2"],
-                      repeats=4, concurrency=2, timeout_s=120,
+                      repeats=2, concurrency=2, timeout_s=120,
                       variations={"short": {"max_tokens": 8}})
     keys = {c.key: c.cell.model for c in load_grid(grid).cases()}
     out = tmp_path / "out"
@@ -229,7 +229,7 @@ def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path,
                                                                   cluster):
     """Last in the module: it kills the shared scheduler."""
     grid = write_grid(tmp_path, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
-                      repeats=40, concurrency=4, keep_cases="none")
+                      repeats=20, concurrency=4, keep_cases="none")
     out = tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
     wait_for_rows(out, 20, run)
