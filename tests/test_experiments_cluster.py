@@ -30,6 +30,9 @@ from treadwise.web.experiments_tab import run_choices
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 PERSONAS = ["friendly", "technical", "cautious"]
+# Placed by the worker's resource local:smollm2 whatever its settings; free decoding with no
+# routing makes the fewest llama.cpp calls a case.
+LOCAL_SPEC = "local:smollm2?decoding=free&routing=none"
 
 
 def slow_hours(delay_s: float):
@@ -184,7 +187,7 @@ def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_pa
     cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))
     (tmp_path / "tasks").mkdir()
     scenario = {**HOURS, "checks": []}  # placement is the point, not what 135M says
-    grid = write_grid(tmp_path, [scenario], models=["openai:gpt-test", "local:smollm2"],
+    grid = write_grid(tmp_path, [scenario], models=["openai:gpt-test", LOCAL_SPEC],
                       repeats=2, concurrency=2, timeout_s=120,
                       variations={"short": {"max_tokens": 8}})
     keys = {c.key: c.cell.model for c in load_grid(grid).cases()}
@@ -194,7 +197,7 @@ def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_pa
     assert code == 0, err
     assert_every_case_once(out, set(keys))
     started = started_tasks(tmp_path / "tasks")
-    local = {k for k, model in keys.items() if model == "local:smollm2"}
+    local = {k for k, model in keys.items() if model == LOCAL_SPEC}
     ran_without = {k for k in keys
                    if any(t.endswith(f"-{k}") for t in started.get("w1", []) + started["w2"])}
     ran_with = {k for k in keys if any(t.endswith(f"-{k}") for t in started["with-model"])}
