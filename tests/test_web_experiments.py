@@ -80,6 +80,7 @@ def test_a_database_run_is_listed_reported_and_read_from_another_machines_folder
     made, _ = sweep(write_grid(tmp_path, [HOURS], repeats=2), tmp_path / "elsewhere")
     assert not (made / "results.csv").exists()  # its rows are in the database only
     tab = ExperimentsTab(tmp_path / "app-results")
+    tab.cache_dir = str(tmp_path / "web-cache")  # the served copies of charts, as the app sets
     runs, summary, charts, report, config, case, transcript, _ = tab.refresh(None)
     assert runs.value == made.name
     assert runs.choices == [(f"{made.name} (2 cases, in the database)", made.name)]
