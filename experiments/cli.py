@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from treadwise.settings import process_environment
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -31,8 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="grid file (default: experiments/grids/default.yaml, offline only)")
     run.add_argument("--out", type=Path, default=Path("results"),
                      help="folder that receives the run folder (default: results)")
-    run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
-                     help="finish an interrupted run: skip its finished cases, append the rest")
+    run.add_argument("--resume", type=Path, default=None, metavar="RUN",
+                     help="finish an interrupted run (a run folder, or a database run's name): "
+                     "skip its finished cases, append the rest")
     run.add_argument("--strict", action="store_true",
                      help="fail (exit 2) instead of skipping models whose key or package is "
                      "missing")
@@ -45,21 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cache", nargs="?", const=True, default=False, type=Path,
                      metavar="FILE", help="answer identical model requests from a response "
                      "cache (default file: OUT/.cache/responses.sqlite)")
-    run.add_argument("--workers-join", default=None, metavar="RUN",
-                     help="work on the shared run RUN in TREADWISE_DATABASE_URL's PostgreSQL "
-                     "with any number of other workers, on any machines (created from --grid "
-                     "by the first; later ones may omit --grid)")
+    run.add_argument("--cluster", default=process_environment().get("DASK_SCHEDULER_ADDRESS"),
+                     metavar="ADDRESS", help="run the cases on the Dask scheduler at ADDRESS "
+                     "(tcp://host:8786; default $DASK_SCHEDULER_ADDRESS), or 'local' for a "
+                     "LocalCluster on this machine")
 
     report = commands.add_parser("report", help="(re)write the report of a run from its CSV, "
-                                 "or of a shared run from the database")
+                                 "or of a database run from the database")
     report.add_argument("run_dir", type=Path, metavar="RUN",
-                        help="a run folder, or the name of a shared run")
+                        help="a run folder, or the name of a database run")
     report.add_argument("--no-charts", action="store_true", help="tables and text only")
     report.add_argument("--out", type=Path, default=Path("results"),
-                        help="for a shared run named alone: the folder that receives RUN/ "
+                        help="for a database run named alone: the folder that receives RUN/ "
                         "(default: results)")
 
-    export = commands.add_parser("export", help="write a shared run from the database as a "
+    export = commands.add_parser("export", help="write a database run as a "
                                  "run folder (results.csv, transcripts.jsonl, meta.json)")
     export.add_argument("run", metavar="RUN")
     export.add_argument("--out", type=Path, default=Path("results"),
@@ -88,21 +91,11 @@ def _run(args: argparse.Namespace) -> int:
     from experiments.run.runner import run_sweep
 
     if args.resume is not None and args.grid is not None:
-        print("note: --resume uses the grid saved in the run folder; --grid is ignored",
+        print("note: --resume uses the grid saved with the run; --grid is ignored",
               file=sys.stderr)
-    if args.resume is not None and args.workers_join is not None:
-        raise ValueError("--resume finishes a run folder and --workers-join a shared run: "
-                         "give one of them")
-    options = {"out_dir": args.out, "strict": args.strict, "limit": args.limit,
-               "report": not args.no_report, "retry_errors": args.retry_errors,
-               "cache": args.cache}
-    if args.workers_join is not None:
-        from experiments.run.shared import join_sweep
-
-        run_dir = join_sweep(args.workers_join, args.grid, **options)
-    else:
-        run_dir = run_sweep(args.grid, resume=args.resume, **options)
-    print(run_dir)
+    print(run_sweep(args.grid, resume=args.resume, out_dir=args.out, strict=args.strict,
+                    limit=args.limit, report=not args.no_report,
+                    retry_errors=args.retry_errors, cache=args.cache, cluster=args.cluster))
     return EXIT_OK
 
 
@@ -127,7 +120,7 @@ def _list(args: argparse.Namespace) -> int:
     for run in list_runs(args.out):
         report = "database" if run.shared else "report" if run.has_report else "no report"
         print(f"{run.id:<40} {run.created:%Y-%m-%d %H:%M} {run.rows:>6} rows  {report:<9} "
-              f"{run.status}")
+              f"{run.status}{'  (Dask cluster)' if run.cluster else ''}")
     return EXIT_OK
 
 
@@ -163,12 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:
-        if run := getattr(args, "workers_join", None):
-            print(f"interrupted: this worker's claims are handed back; any worker finishes the "
-                  f"run with python -m experiments run --workers-join {run}", file=sys.stderr)
-        else:
-            print("interrupted: finish it with python -m experiments run --resume RUN_DIR (the "
-                  "run folder named above)", file=sys.stderr)
+        print("interrupted: finish it with python -m experiments run --resume RUN (the run "
+              "named above)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

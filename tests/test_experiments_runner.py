@@ -542,3 +542,10 @@ def test_a_case_whose_row_cannot_be_typed_is_an_error_row_not_a_hung_sweep(tmp_p
     assert (first["status"], first["error_type"]) == ("error", "harness")
     assert "record could not be built: ValidationError" in first["error_message"]
     assert second["status"] == "ok" and read_meta(run_dir)["status"] == "finished"
+
+
+def test_a_local_models_cases_go_to_workers_offering_it_whatever_its_settings():
+    from experiments.run.cluster_worker import resource
+
+    assert resource("local:smollm2?decoding=free&routing=tool") == "local:smollm2"
+    assert resource("local:/models/x.gguf") == "local:/models/x.gguf"

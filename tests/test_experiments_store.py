@@ -8,7 +8,6 @@ import pytest
 from pydantic import ValidationError
 
 from experiments.define.grid import load_grid
-from experiments.run.shared import definition
 from experiments.store import NoResults, TranscriptError, list_runs, open_run
 from experiments.store.connection import connect
 from experiments.store.database import DatabaseRun, create
@@ -127,7 +126,7 @@ def test_a_database_run_reads_typed_and_exports_the_same_rows(tmp_path, database
     grid = load_grid(write_grid(tmp_path, [HOURS], repeats=3))
     keys = [case.key for case in grid.cases()]
     pool = connect(database_url)
-    assert create(pool, "typed", grid, definition(grid), {"grid_name": grid.name})
+    assert create(pool, "typed", grid, {"grid_name": grid.name})
     run = open_run("typed", tmp_path / "results")
     assert isinstance(run, DatabaseRun) and run.folder == tmp_path / "results" / "typed"
     assert run.append(record(keys[0], cost_usd=1 / 3, ttft_s=0.25, repeat=1))
@@ -136,7 +135,7 @@ def test_a_database_run_reads_typed_and_exports_the_same_rows(tmp_path, database
     assert not run.append(record(keys[0], answer="late", repeat=1))  # a result stands
     assert run.append(record(keys[2], judge_score=5, judge_cached=True, repeat=3))
     run.finish(status="finished")
-    assert run.completed and run.meta()["status"] == "finished"
+    assert run.meta()["status"] == "finished"
     assert run.finished() == dict.fromkeys(keys, "ok")
     assert run.transcript(keys[2][-8:])["case_key"] == keys[2]
     assert run.info().shared and run.info().rows == 3
@@ -171,7 +170,7 @@ def test_a_database_run_keeps_no_secret_in_its_tables(tmp_path, database_url, mo
     monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
     grid = load_grid(write_grid(tmp_path, [HOURS]))
     pool = connect(database_url)
-    assert create(pool, "secretive", grid, definition(grid), {"grid_name": grid.name})
+    assert create(pool, "secretive", grid, {"grid_name": grid.name})
     run = open_run("secretive", tmp_path / "results")
     key = grid.cases()[0].key
     said = f"your card {CARD}, key {KEY}"

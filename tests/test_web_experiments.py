@@ -66,3 +66,27 @@ def test_a_small_sweep_runs_from_the_page_and_its_results_appear(tmp_path: Path)
     assert runs["value"] and (results / runs["value"] / "results.csv").exists()
     assert "success_rate" in summary["headers"] and summary["data"]
     assert charts
+
+
+def test_a_database_run_is_listed_reported_and_read_from_another_machines_folder(
+        tmp_path: Path, database_url: str, monkeypatch):
+    """A run kept in PostgreSQL (as a cluster run is with TREADWISE_DATABASE_URL) made on one
+    machine: the app's results folder elsewhere has none of its files, yet the tab lists it,
+    writes and shows its report, and reads its transcripts from the database."""
+    from tests.test_experiments_runner import HOURS, sweep, write_grid
+    from treadwise.web.experiments_tab import ExperimentsTab
+
+    monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
+    made, _ = sweep(write_grid(tmp_path, [HOURS], repeats=2), tmp_path / "elsewhere")
+    assert not (made / "results.csv").exists()  # its rows are in the database only
+    tab = ExperimentsTab(tmp_path / "app-results")
+    tab.cache_dir = str(tmp_path / "web-cache")  # the served copies of charts, as the app sets
+    runs, summary, charts, report, config, case, transcript, _ = tab.refresh(None)
+    assert runs.value == made.name
+    assert runs.choices == [(f"{made.name} (2 cases, in the database)", made.name)]
+    assert "success_rate" in summary["headers"] and len(summary["data"]) == 1
+    assert charts and f"Sweep report: {made.name}" in report
+    assert config.choices and case.value and "hours" in transcript.lower()
+    assert (tmp_path / "app-results" / made.name / "report.md").is_file()
+    for hostile in ["..", f"../elsewhere/{made.name}", "nope"]:
+        assert tab.show(hostile)[0]["data"] == [["Pick a run."]]

@@ -155,9 +155,6 @@ class Settings:
     consistency_k: int = 3
     consistency_approaches: tuple[str, ...] = CONSISTENCY_APPROACHES
     consistency_budget: int = 10
-    # A shared sweep's claim on a case lasts this long past its worker's last heartbeat; a
-    # worker that dies leaves its cases to the others after at most this long.
-    sweep_claim_s: float = 60.0
     # Leads, questions and conversations older than this many days are deleted (when the app
     # or CLI starts, and by `python -m treadwise leads purge`); 0 keeps them.
     retention_days: float = 0.0
@@ -210,7 +207,6 @@ class Settings:
                 env.get("TREADWISE_CONSISTENCY_APPROACHES", "").replace(",", " ").split())
             or CONSISTENCY_APPROACHES,
             consistency_budget=int(_float(env, "TREADWISE_CONSISTENCY_BUDGET", 10)),
-            sweep_claim_s=_float(env, "TREADWISE_SWEEP_CLAIM_S", 60.0),
             retention_days=_days(env, "TREADWISE_RETENTION_DAYS"),
             routing=env.get("TREADWISE_ROUTING", "").strip().lower() or "on",
             model=env.get("TREADWISE_MODEL", "").strip() or "offline",

@@ -22,7 +22,7 @@ from experiments.analyse.tables import (
 )
 from experiments.store import RunStore
 from experiments.store.folder import run_status
-from experiments.store.run_store import REPORT_FILE
+from experiments.store.run_store import REPORT_FILE, ran_on_cluster
 
 __all__ = ["ReportError", "load_results", "model_label", "summarise", "write_report"]
 
@@ -187,9 +187,9 @@ def _summary_lines(df: Any, summary: Any, effects: Any, winner: Any, style: Any,
 
 
 def _resume_hint(run_dir: Path, meta: dict[str, Any], *more: str) -> str:
-    if meta.get("shared"):  # a run shared through the database: any worker finishes it
-        return f"`python -m experiments run --workers-join {meta.get('run_id')}{''.join(more)}`"
-    return f"`python -m experiments run --resume {run_dir}{''.join(more)}`"
+    run = meta.get("run_id") if meta.get("shared") else run_dir  # a database run: its name
+    cluster = " --cluster ADDRESS" if ran_on_cluster(meta) else ""
+    return f"`python -m experiments run --resume {run}{cluster}{''.join(more)}`"
 
 
 def _notes(run_dir: Path, df: Any, meta: dict[str, Any]) -> list[str]:

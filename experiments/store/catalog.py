@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from experiments.store.folder import FolderRun, list_folders
+from experiments.store.folder import FolderRun, list_folders, new_run_id
 from experiments.store.results_file import RESULTS_FILE
 from experiments.store.run_store import RunInfo, RunStore
 
@@ -45,6 +46,22 @@ def open_run(run: Path | str, results_dir: Path = RESULTS_DIR) -> RunStore:
     return DatabaseRun(pool, path.name, path if path.parent != Path() else results_dir / path)
 
 
+def new_run(grid: Any, results_dir: Path = RESULTS_DIR) -> RunStore:
+    """A new run of `grid`: in the database when TREADWISE_DATABASE_URL is set (its folder here
+    RESULTS_DIR/NAME), otherwise a new folder under RESULTS_DIR."""
+    if not _database_configured():
+        return FolderRun.create(grid, results_dir)
+    from experiments.store.connection import database_errors
+    from experiments.store.database import DatabaseRun, create
+
+    pool, name = _pool(), new_run_id(grid.name)
+    with database_errors():
+        create(pool, name, grid, {"grid_name": grid.name, "grid_file": str(grid.path)})
+    run = DatabaseRun(pool, name, Path(results_dir) / name)
+    run.write_files()
+    return run
+
+
 def database_run(name: str, results_dir: Path = RESULTS_DIR) -> RunStore:
     """The run of this name in the database (TREADWISE_DATABASE_URL), whatever folders exist;
     its folder here is RESULTS_DIR/NAME."""
@@ -56,6 +73,17 @@ def database_run(name: str, results_dir: Path = RESULTS_DIR) -> RunStore:
         if run_meta(pool, check_name(name)) is None:
             raise SharedRunError(f"no shared run {name!r} in the database")
     return DatabaseRun(pool, name, Path(results_dir) / name)
+
+
+def shared_run(name: str, results_dir: Path = RESULTS_DIR) -> RunStore | None:
+    """The database run of this name (its folder here RESULTS_DIR/NAME), or None: no database
+    configured, no such run, or a name no run can have."""
+    if not _database_configured():
+        return None
+    try:
+        return database_run(name, results_dir)
+    except ValueError:  # a bad name, no such run, or the database unreadable (said elsewhere)
+        return None
 
 
 def list_runs(results_dir: Path = RESULTS_DIR, *, database: bool = True,

@@ -1,4 +1,4 @@
-"""The shared runs' PostgreSQL: this process's pool on it, its errors as one line, run names."""
+"""The runs' PostgreSQL: this process's pool on it, its errors as one line, run names."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ NO_CLIENT = ("the PostgreSQL client is not installed: python -m pip install -r "
 
 
 class SharedRunError(ValueError):
-    """A shared run cannot be used: no database, a bad name, a different grid, no such run."""
+    """A database run cannot be used: no database, a bad name, no such run."""
 
 
 def database_url() -> str:
@@ -21,8 +21,7 @@ def database_url() -> str:
     url = Settings.from_env().database_url
     if not url:
         raise SharedRunError(
-            "--workers-join needs TREADWISE_DATABASE_URL=postgresql://user:password@host/db, "
-            "the PostgreSQL database every worker of the run shares")
+            "runs in the database need TREADWISE_DATABASE_URL=postgresql://user:password@host/db")
     return url
 
 
@@ -53,12 +52,12 @@ def database_errors() -> Any:
         yield
     except (Error, PoolTimeout) as exc:
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        raise SharedRunError(f"the shared run's database failed: {type(exc).__name__}"
+        raise SharedRunError(f"the runs' database failed: {type(exc).__name__}"
                              + (f": {detail}" if detail else "")) from None
 
 
 def check_name(run_id: str) -> str:
     if not RUN_NAME.fullmatch(run_id):
-        raise SharedRunError(f"{run_id!r} cannot name a shared run: use 1-80 letters, digits, "
+        raise SharedRunError(f"{run_id!r} cannot name a run: use 1-80 letters, digits, "
                              "'.', '_' or '-', starting with a letter or digit")
     return run_id

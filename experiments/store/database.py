@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -22,19 +24,23 @@ from experiments.store.run_store import (
     NoResults,
     RunInfo,
     RunStore,
+    ran_on_cluster,
 )
 from experiments.store.transcripts_file import TRANSCRIPTS_FILE, encode, pick_transcript
 
-_STATUS = """
+# A run is running while its client holds the run's advisory lock (a killed client's
+# connection closes and PostgreSQL lets the lock go), so no heartbeat is needed to tell.
+RUN_LOCK = 0x73776565  # "swee": the first key of every run's lock; the second is the name's hash
+_STATUS = f"""
     SELECT r.run_id, r.created_at, r.grid_name, r.meta, r.status, r.budget_stop,
            (SELECT count(*) FROM sweep_cases c WHERE c.run_id = r.run_id) AS cases,
            (SELECT count(*) FROM sweep_results s WHERE s.run_id = r.run_id) AS done,
-           (SELECT count(*) FROM sweep_workers w WHERE w.run_id = r.run_id
-              AND w.finished_at IS NULL
-              AND w.last_seen > now() - make_interval(secs => w.claim_s)) AS alive
+           EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+                   AND l.classid = {RUN_LOCK} AND l.objsubid = 2
+                   AND l.objid = hashtext(r.run_id)::oid) AS alive
     FROM sweep_runs r"""
 # One result per case: a later result replaces only an error (as --retry-errors does), so a
-# late duplicate (a worker whose claim had expired) is dropped. model_calls are the paid ones.
+# duplicate is dropped. model_calls are the paid ones.
 _KEEP = """
     INSERT INTO sweep_results (run_id, case_key, status, model_calls, cost_usd, worker,
                                row_json, transcript)
@@ -46,13 +52,8 @@ _KEEP = """
     WHERE sweep_results.status = 'error'
     RETURNING seq"""
 _DONE = """
-    UPDATE sweep_cases SET state = 'done', claimed_by = NULL, claimed_until = NULL
+    UPDATE sweep_cases SET state = 'done'
     WHERE run_id = %(run)s AND case_key = %(key)s"""
-_FINISHED = """
-    UPDATE sweep_runs SET status = 'finished', finished_at = now()
-    WHERE run_id = %(run)s AND status = 'running' AND NOT EXISTS (
-        SELECT 1 FROM sweep_cases WHERE run_id = %(run)s AND state <> 'done')
-    RETURNING run_id"""
 _FILES = ((GRID_COPY, "grid_yaml"), (SCENARIOS_COPY, "scenarios_yaml"),
           (PRICES_COPY, "prices_yaml"))
 
@@ -90,11 +91,29 @@ class DatabaseRun(RunStore):
     def __init__(self, pool: Any, run_id: str, folder: Path, *, writer: str = ""):
         self.pool, self.name, self.folder = pool, run_id, Path(folder)
         self.writer = writer or f"{socket.gethostname()}:{os.getpid()}"
-        self.completed = False  # whether this writer's finish() saw the last case done
 
     def _all(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:
             return conn.execute(sql, params).fetchall()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the run's advisory lock on a connection of its own while running it (RunBusy
+        when another client does); the lock is also what says the run is running."""
+        import psycopg
+
+        from experiments.store.folder import RunBusy
+
+        with database_errors(), psycopg.connect(self.pool.conninfo, autocommit=True) as conn:
+            got = conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                               (RUN_LOCK, self.name)).fetchone()[0]
+            if not got:
+                raise RunBusy(f"run {self.name} is being run right now by another client; "
+                              "wait for it to finish (or stop it) before resuming")
+            yield
+
+    def prepare_folder(self) -> Path:
+        return self.write_files()
 
     @_one_line
     def finished(self) -> dict[str, str]:
@@ -106,9 +125,14 @@ class DatabaseRun(RunStore):
     def meta(self) -> dict[str, Any]:
         return run_meta(self.pool, self.name) or {}
 
+    @_one_line
     def start(self, meta: dict[str, Any]) -> None:
-        """Nothing to write: the run's metadata was kept when it was created, and each
-        attempt's state is in its results and its workers' rows."""
+        from psycopg.types.json import Jsonb
+
+        with self.pool.connection() as conn:
+            conn.execute("UPDATE sweep_runs SET status = 'running', budget_stop = NULL,"
+                         " finished_at = NULL, meta = meta || %s WHERE run_id = %s",
+                         (Jsonb(_kept(meta)), self.name))
 
     @_one_line
     def append(self, record: CaseRecord) -> bool:
@@ -116,16 +140,15 @@ class DatabaseRun(RunStore):
             return keep(conn, self.name, self.writer, record)
 
     @_one_line
-    def finish(self, *, status: str = "", budget_stop: dict[str, Any] | None = None,
-               **_: Any) -> None:
-        """A budget stop stops the whole run (its budget is the run's); the writer that sees
-        no case left open marks the run finished."""
-        with self.pool.connection() as conn, conn.transaction():
-            if budget_stop:
-                conn.execute("UPDATE sweep_runs SET status = 'stopped_by_budget', budget_stop ="
-                             " %(why)s WHERE run_id = %(run)s AND status = 'running'",
-                             {"run": self.name, "why": budget_stop["reason"]})
-            self.completed = conn.execute(_FINISHED, {"run": self.name}).fetchone() is not None
+    def finish(self, **changes: Any) -> None:
+        from psycopg.types.json import Jsonb
+
+        stop = changes.get("budget_stop") or {}
+        with self.pool.connection() as conn:
+            conn.execute("UPDATE sweep_runs SET status = %s, budget_stop = %s,"
+                         " finished_at = now(), meta = meta || %s WHERE run_id = %s",
+                         (changes.get("status", "finished"), stop.get("reason"),
+                          Jsonb(_kept(changes)), self.name))
 
     @_one_line
     def rows(self) -> Any:
@@ -186,11 +209,9 @@ class DatabaseRun(RunStore):
         return folder
 
 
-def create(pool: Any, run_id: str, grid: Any, definition: dict[str, Any],
-           meta: dict[str, Any]) -> bool:
-    """Store a new run: its files, what its rows mean (`definition`), its metadata and every
-    case of its grid; False when the run exists already (two workers creating it at once:
-    one does, the other waits for it and finds it)."""
+def create(pool: Any, run_id: str, grid: Any, meta: dict[str, Any]) -> bool:
+    """Store a new run: its files, its metadata and every case of its grid; False when a run
+    of that name exists already."""
     from psycopg.types.json import Jsonb
 
     texts = {column: Path(path).read_text(encoding="utf-8") for column, path in (
@@ -198,12 +219,11 @@ def create(pool: Any, run_id: str, grid: Any, definition: dict[str, Any],
         ("prices_yaml", grid.prices_file or DEFAULT_PRICES))}
     with pool.connection() as conn, conn.transaction():
         made = conn.execute(
-            "INSERT INTO sweep_runs (run_id, grid_name, definition, grid_yaml, scenarios_yaml,"
-            " prices_yaml, meta) VALUES (%(run)s, %(name)s, %(definition)s, %(grid_yaml)s,"
+            "INSERT INTO sweep_runs (run_id, grid_name, grid_yaml, scenarios_yaml,"
+            " prices_yaml, meta) VALUES (%(run)s, %(name)s, %(grid_yaml)s,"
             " %(scenarios_yaml)s, %(prices_yaml)s, %(meta)s) ON CONFLICT (run_id) DO NOTHING"
             " RETURNING run_id",
-            {"run": run_id, "name": grid.name, "definition": Jsonb(definition),
-             "meta": Jsonb(meta), **texts}).fetchone()
+            {"run": run_id, "name": grid.name, "meta": Jsonb(meta), **texts}).fetchone()
         if made is None:
             return False
         cases = grid.cases()
@@ -218,13 +238,6 @@ def create(pool: Any, run_id: str, grid: Any, definition: dict[str, Any],
     return True
 
 
-def stored(pool: Any, run_id: str) -> dict[str, Any] | None:
-    """The run's stored definition, or None when there is no such run."""
-    with pool.connection() as conn:
-        return conn.execute("SELECT run_id, definition FROM sweep_runs WHERE run_id = %s",
-                            (run_id,)).fetchone()
-
-
 def _replace(path: Path, text: str) -> None:
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return
@@ -234,28 +247,29 @@ def _replace(path: Path, text: str) -> None:
 
 
 def _status(row: dict[str, Any]) -> str:
-    if row["status"] in ("finished", "stopped_by_budget"):
-        return row["status"]
     if row["alive"]:
-        return f"running ({row['alive']} worker{'s' if row['alive'] != 1 else ''})"
-    return "finished" if row["done"] == row["cases"] else "interrupted"
+        return "running"
+    if row["status"] == "running":  # its client is gone without finishing: resume it
+        return "interrupted"
+    return row["status"]
+
+
+def _kept(meta: dict[str, Any]) -> dict[str, Any]:
+    """meta.json's fields as the database keeps them (what the table's columns say is left
+    out)."""
+    return json.loads(json.dumps({k: v for k, v in meta.items()
+                                  if k not in ("status", "budget_stop")}, default=str))
 
 
 def run_meta(pool: Any, run_id: str) -> dict[str, Any] | None:
     """meta.json's fields for a run in the database (what the report and the list read)."""
     with pool.connection() as conn:
         row = conn.execute(_STATUS + " WHERE r.run_id = %s", (run_id,)).fetchone()
-        if row is None:
-            return None
-        workers = conn.execute("SELECT worker, status, started_at, finished_at FROM "
-                               "sweep_workers WHERE run_id = %s ORDER BY started_at",
-                               (run_id,)).fetchall()
-    status = _status(row)
+    if row is None:
+        return None
     stop = row["budget_stop"]
-    return {**row["meta"], "run_id": run_id, "created": _iso(row["created_at"]),
-            "status": status.split(" ")[0], "cases": row["cases"], "rows": row["done"],
-            "shared": {"database_status": status,
-                       "workers": [{k: _iso(v) for k, v in w.items()} for w in workers]},
+    return {**row["meta"], "run_id": run_id, "shared": True, "created": _iso(row["created_at"]),
+            "status": _status(row), "cases": row["cases"], "rows": row["done"],
             "budget_stop": {"reason": stop, "not_launched": row["cases"] - row["done"]}
             if stop else None}
 
@@ -268,7 +282,7 @@ def _iso(value: Any) -> Any:
 def _info(row: dict[str, Any]) -> RunInfo:
     return RunInfo(id=row["run_id"], path=Path(row["run_id"]), created=row["created_at"],
                    rows=row["done"], has_report=False, grid=row["grid_name"],
-                   status=_status(row), shared=True)
+                   status=_status(row), shared=True, cluster=ran_on_cluster(row["meta"] or {}))
 
 
 def list_database(pool: Any) -> list[RunInfo]:

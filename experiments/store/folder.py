@@ -31,6 +31,7 @@ from experiments.store.run_store import (
     NoResults,
     RunInfo,
     RunStore,
+    ran_on_cluster,
 )
 from experiments.store.transcripts_file import (
     TRANSCRIPTS_FILE,
@@ -142,7 +143,8 @@ class FolderRun(RunStore):
         return RunInfo(id=self.name, path=self.folder, created=_created(self.folder, meta),
                        rows=len(read_rows(self.folder / RESULTS_FILE)),
                        has_report=(self.folder / REPORT_FILE).exists(),
-                       grid=str(meta.get("grid_name", "")), status=run_status(meta))
+                       grid=str(meta.get("grid_name", "")), status=run_status(meta),
+                       cluster=ran_on_cluster(meta))
 
 
 def is_run_folder(path: Path) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +33,13 @@ class RunInfo:
     grid: str = ""
     status: str = ""
     shared: bool = False  # its rows are in the database, not in a folder
+    cluster: bool = False  # some of its cases ran on a Dask cluster
+
+
+def ran_on_cluster(meta: dict[str, Any]) -> bool:
+    """Whether any attempt of a run sent its cases to a Dask cluster (meta.json's fields)."""
+    return bool(meta.get("cluster")) or any(
+        isinstance(a, dict) and a.get("cluster") for a in meta.get("attempts") or [])
 
 
 class RunWriter(Protocol):
@@ -112,6 +120,14 @@ class RunStore(ABC):
     def open(self) -> RunStore:
         """Get ready to append (the folder opens its files)."""
         return self
+
+    def locked(self) -> AbstractContextManager[Any]:
+        """Held while a process runs the run, so two never append to it at once."""
+        return nullcontext()
+
+    def prepare_folder(self) -> Path:
+        """This machine's folder of the run, holding the run's files (what a resume reads)."""
+        return self.folder
 
     def close(self) -> None:  # noqa: B027 - a store with nothing open has nothing to do
         """Flush what was appended and let go of the files."""

@@ -53,9 +53,9 @@ def m002_plots(conn: Any) -> None:
 
 @migration
 def m003_shared_sweeps(conn: Any) -> None:
-    # A sweep split across machines (experiments/run/shared.py and claims.py, and
-    # experiments/store/database.py): the run and its files, every case with its claim, one
-    # result per case, and the workers that joined.
+    # A sweep split across machines (experiments/store/database.py): the run and its files,
+    # every case with its claim, one result per case, and the workers that joined. The claims
+    # and workers went with the queue they served (m004).
     conn.execute("""
         CREATE TABLE sweep_runs (
             run_id TEXT PRIMARY KEY,
@@ -129,6 +129,16 @@ def m004_consent(conn: Any) -> None:
     conn.execute("CREATE INDEX feedback_thread ON feedback (thread_key)")
     conn.execute("CREATE INDEX leads_created ON leads (created_at)")
     conn.execute("CREATE INDEX feedback_created ON feedback (created_at)")
+
+
+@migration
+def m005_sweeps_on_dask(conn: Any) -> None:
+    # Dask distributes a sweep's cases now and one client keeps its results: the claims, the
+    # workers' heartbeats and the grid definition workers compared against are gone.
+    conn.execute("DROP TABLE sweep_workers")
+    conn.execute("ALTER TABLE sweep_cases DROP COLUMN claimed_by, DROP COLUMN claimed_until,"
+                 " DROP COLUMN claims")
+    conn.execute("ALTER TABLE sweep_runs DROP COLUMN definition")
 
 
 @contextmanager

@@ -30,14 +30,22 @@ KEY_COLUMNS = ("persona", "model", "temperature", "variation", "strategy", "n", 
                "mean_model_calls", "total_cost_usd", "mean_judge_score")
 SUMMARY_FILE = "summary.csv"
 REPORT_FILE = "report.md"
+RESULTS_FILE = "results.csv"
+# How many rows a database run had when its report here was written (a newer one is due).
+REPORTED_FILE = ".reported_rows"
 log = logging.getLogger(__name__)
 
 
 def _runs(results_dir: Path) -> list[Any]:
+    """Run folders and, with TREADWISE_DATABASE_URL set, the database's runs (a database run
+    whose folder here also holds rows is listed once, as the database's)."""
     from experiments.store import list_runs
 
-    # Run folders only: the tab reads a run's report and charts from its folder.
-    return list_runs(results_dir, database=False)
+    found: dict[str, Any] = {}
+    for run in list_runs(results_dir, warn=log.warning):
+        if run.id not in found or run.shared:
+            found[run.id] = run
+    return sorted(found.values(), key=lambda r: (r.created, r.id), reverse=True)
 
 
 def run_choices(results_dir: Path) -> list[tuple[str, str]]:
@@ -45,19 +53,59 @@ def run_choices(results_dir: Path) -> list[tuple[str, str]]:
     for run in _runs(results_dir):
         rows = f"{run.rows} case{'s' if run.rows != 1 else ''}"
         status = f", {run.status}" if run.status and run.status != "finished" else ""
-        choices.append((f"{run.id} ({rows}{status})", run.id))
+        where = ", on a Dask cluster" * run.cluster + ", in the database" * run.shared
+        choices.append((f"{run.id} ({rows}{status}{where})", run.id))
     return choices
 
 
-def run_dir(results_dir: Path, run_id: str | None) -> Path | None:
-    """The folder of a listed run; anything else (a path, "..", an unknown id) is None."""
+def _plain(results_dir: Path, run_id: str | None) -> Path | None:
+    """results_dir/run_id for a plain run name; anything else (a path, "..") is None."""
     if not isinstance(run_id, str) or not run_id or "/" in run_id or "\\" in run_id \
             or run_id.startswith("."):
         return None
     path = (results_dir / run_id).resolve()
-    if path.parent != results_dir.resolve() or not path.is_dir():
+    return path if path.parent == results_dir.resolve() else None
+
+
+def shared(results_dir: Path, run_id: str | None) -> Any | None:
+    """The database run of this name (None without a database, or for any other name)."""
+    from experiments.store import shared_run
+
+    path = _plain(results_dir, run_id)
+    return None if path is None else shared_run(path.name, path.parent)
+
+
+def run_dir(results_dir: Path, run_id: str | None) -> Path | None:
+    """The folder of a listed run (a database run's folder here, made when first shown);
+    anything else (a path, "..", an unknown id) is None."""
+    path = _plain(results_dir, run_id)
+    if path is None:
         return None
-    return path
+    if (path / RESULTS_FILE).is_file():
+        return path
+    if (run := shared(results_dir, run_id)) is not None:
+        run.folder.mkdir(parents=True, exist_ok=True)
+        return path
+    return path if path.is_dir() else None
+
+
+def report_shared(run: Any) -> str:
+    """Write a database run's report into its folder here when it has none or cases finished
+    since it was written; "" or one line saying why there is no report."""
+    from experiments.analyse.report import write_report
+
+    rows, marker = run.info().rows, run.folder / REPORTED_FILE
+    if (run.folder / REPORT_FILE).is_file() and marker.is_file() \
+            and marker.read_text(encoding="utf-8").strip() == str(rows):
+        return ""
+    if rows == 0:
+        return "No case of this run has finished yet."
+    try:
+        write_report(run)
+    except (ValueError, OSError) as exc:
+        return f"No report for this run: {redact(str(exc))}"
+    marker.write_text(str(rows), encoding="utf-8")
+    return ""
 
 
 def read_table(path: Path) -> dict[str, Any]:
@@ -91,6 +139,9 @@ def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any
     path = run_dir(results_dir, run_id)
     if path is None:
         return {"headers": ["summary"], "data": [["Pick a run."]]}, [], ""
+    if not (path / RESULTS_FILE).is_file() and (run := shared(results_dir, run_id)) is not None:
+        if why := report_shared(run):
+            return {"headers": ["summary"], "data": [[why]]}, [], ""
     folder, titles = path / "charts", _chart_titles()
     charts = [(copy, titles.get(png.name, png.stem.replace("_", " ")))
               for png in sorted(folder.glob("*.png"))

@@ -1,0 +1,200 @@
+"""A real Dask scheduler and workers on 127.0.0.1 for tests and benchmarks, and what they watch:
+the tasks each worker started, the llama.cpp engines it loaded, every socket the processes hold."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+from distributed import WorkerPlugin
+
+from treadwise.settings import child_environment
+
+LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
+START_TIMEOUT_S = 120
+
+
+class LoopbackCluster:
+    """A `dask scheduler` and `dask worker` processes bound to 127.0.0.1, their HTTP endpoints
+    too (`--no-dashboard` alone still serves /health on every interface), workers without a
+    nanny so a killed one stays dead; `stop()` ends every process it started."""
+
+    def __init__(self, folder: Path, env: dict[str, str] | None = None):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.env = child_environment(**(env or {}))
+        self.scheduler: subprocess.Popen | None = None
+        self.workers: dict[str, subprocess.Popen] = {}
+        self.address = ""
+        self._client: Any = None
+
+    def start(self, workers: dict[str, dict[str, Any]]) -> LoopbackCluster:
+        """The scheduler, then a worker per name ({"nthreads": 4, "resources": "x=1"})."""
+        info = self.folder / "scheduler.json"
+        info.unlink(missing_ok=True)
+        self.scheduler = self._spawn("scheduler", [
+            "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+            "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+            "--scheduler-file", str(info)])
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.address:
+            if self.scheduler.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the scheduler did not start: {self._log('scheduler')}")
+            try:
+                self.address = json.loads(info.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.05)
+        for name, options in workers.items():
+            self.add_worker(name, **options)
+        self.client().wait_for_workers(len(workers), timeout=START_TIMEOUT_S)
+        return self
+
+    def add_worker(self, name: str, nthreads: int = 4, resources: str = "") -> None:
+        args = ["distributed.cli.dask_worker", self.address, "--host", "127.0.0.1",
+                "--nthreads", str(nthreads), "--no-nanny", "--no-dashboard",
+                "--dashboard-address", "127.0.0.1:0", "--name", name,
+                "--local-directory", str(self.folder / name)]
+        self.workers[name] = self._spawn(name, args + (["--resources", resources]
+                                                       if resources else []))
+
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+        log = (self.folder / f"{name}.log").open("ab")
+        return subprocess.Popen([sys.executable, "-m", *args], env=self.env, stdout=log,
+                                stderr=subprocess.STDOUT, cwd=self.folder)
+
+    def _log(self, name: str) -> str:
+        path = self.folder / f"{name}.log"
+        return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+    def client(self) -> Any:
+        from distributed import Client
+
+        if self._client is None:
+            self._client = Client(self.address, timeout=START_TIMEOUT_S)
+        return self._client
+
+    def kill(self, name: str) -> None:
+        """SIGKILL a worker (or "scheduler"): no goodbye to anyone."""
+        process = self.scheduler if name == "scheduler" else self.workers[name]
+        assert process is not None
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in (self.scheduler, *self.workers.values())
+                if p is not None and p.poll() is None]
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        for process in (*self.workers.values(), self.scheduler):
+            if process is not None and process.poll() is None:
+                process.terminate()
+        for process in (*self.workers.values(), self.scheduler):
+            if process is None:
+                continue
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=30)
+        # A later start() reads its new scheduler's address and starts its own workers.
+        self.scheduler, self.workers, self.address = None, {}, ""
+
+    def __enter__(self) -> LoopbackCluster:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class TaskLog(WorkerPlugin):
+    """A worker plugin that writes each task key a worker starts to FOLDER/<worker name>.log
+    (register it with `client.register_plugin`): where every task really ran."""
+
+    name = "treadwise-task-log"
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.path = ""
+
+    def setup(self, worker: Any) -> None:
+        self.path = str(Path(self.folder) / f"{worker.name}.log")
+
+    def teardown(self, worker: Any) -> None:
+        """Nothing held open: each key is appended and closed."""
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish == "executing":
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(f"{key}\n")
+
+
+def started_tasks(folder: Path) -> dict[str, list[str]]:
+    """What a TaskLog wrote: worker name -> the task keys it started, in order."""
+    return {path.stem: path.read_text(encoding="utf-8").split()
+            for path in Path(folder).glob("*.log")}
+
+
+def loaded_engines() -> int:
+    """Run on a worker (client.run): how many llama.cpp models its process has loaded."""
+    from treadwise.models import llamacpp
+
+    return len(llamacpp._engines)
+
+
+def foreign_connections(pids: list[int]) -> list[str]:
+    """Every socket of these processes (and their children) bound or connected to an address
+    other than loopback, as text: what a loopback-only test must never see."""
+    found = []
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            processes = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+        for process in processes:
+            try:
+                connections = process.net_connections(kind="inet")
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            for conn in connections:
+                ends = [conn.laddr, *([conn.raddr] if conn.raddr else [])]
+                if any(end.ip not in LOOPBACK for end in ends):
+                    found.append(f"pid {process.pid}: {conn.laddr} -> {conn.raddr} "
+                                 f"{conn.status}")
+    return found
+
+
+class ConnectionWatch:
+    """Samples foreign_connections of some processes every `every_s` until stopped."""
+
+    def __init__(self, pids: Any, every_s: float = 0.1):
+        self.pids = pids  # a callable giving the pids to watch now
+        self.every_s = every_s
+        self.found: list[str] = []
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="connection-watch",
+                                        daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.found += foreign_connections(self.pids())
+            self.samples += 1
+
+    def __enter__(self) -> ConnectionWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
