@@ -62,6 +62,39 @@ def repo() -> Path:
 
 
 @pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's Chromium for the browser tests: missing is a failure saying how to install it,
+    never a silent skip."""
+    from treadwise.testing.browser import require_chromium
+
+    try:
+        return require_chromium()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where browser tests save their screenshots: pytest's temporary folder, not the repo."""
+    return tmp_path_factory.mktemp("screenshots", numbered=False)
+
+
+@pytest.fixture
+def retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The seconds each provider retry asked to wait, recorded instead of slept."""
+    from treadwise.models import retries
+
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(retries, "sleep", waits.append)
+    monkeypatch.setattr(retries, "async_sleep", record)
+    return waits
+
+
+@pytest.fixture(scope="session")
 def postgres_cluster():
     """One throw-away PostgreSQL cluster for the whole session, started on first use.
 
