@@ -16,6 +16,9 @@ CLEARED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KE
 
 for _name in CLEARED:
     os.environ.pop(_name, None)
+PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+# The machine's own proxy settings, for the one test that installs from the package registry.
+REAL_PROXIES = {name: os.environ[name] for name in PROXY_NAMES if name in os.environ}
 # Child processes (CLI tests, the app) inherit a dead proxy, so a forgotten real call fails fast.
 os.environ.update({"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
                    "NO_PROXY": "127.0.0.1,localhost,::1", "GRADIO_ANALYTICS_ENABLED": "False",

@@ -165,7 +165,7 @@ class ExperimentsTab:
         cases = self._build_transcripts()
         comparison = self._build_compare(runs)
         shown = [summary, charts, report, *cases, comparison[0]]
-        quiet = {"show_progress": "hidden"}
+        quiet: dict[str, Any] = {"show_progress": "hidden"}
         refresh.click(self.refresh, [runs], [runs, *shown], api_name="runs_refresh", **quiet)
         runs.change(self.show, [runs], shown, api_name="runs_show", **quiet)
         # One progress bar, in the status line: not one over every output of the event.
