@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 CLEARED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
@@ -51,10 +51,9 @@ socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Hypothesis would keep its example database in .hypothesis/ under the working directory, the
-# repository; tests write only to temporary folders.
-settings.register_profile("treadwise", database=None)
-settings.load_profile("treadwise")
+# Hypothesis keeps its examples and caches in .hypothesis/ under the working directory, the
+# repository: tests write only outside it.
+set_hypothesis_home_dir(str(Path.home() / ".cache" / "treadwise-hypothesis"))
 
 
 @pytest.fixture(autouse=True)

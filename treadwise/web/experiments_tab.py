@@ -250,7 +250,8 @@ class ExperimentsTab:
         if path_a is None or path_b is None or path_a == path_b:
             return "Pick a run above and a different baseline run to compare it with.", None
         try:
-            result = compare_runs(path_a, path_b)
+            # Beside the runs, not in the app's working directory.
+            result = compare_runs(path_a, path_b, self.results_dir)
         except (ReportError, ValueError, OSError) as exc:
             return f"These runs cannot be compared: {redact(str(exc))}", None
         text = result.report.read_text(encoding="utf-8").split("\n![", 1)[0]
