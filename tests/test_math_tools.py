@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,18 +110,16 @@ HOSTILE = [
 
 @pytest.mark.parametrize(("tool", "text", "message"), HOSTILE,
                          ids=[f"{tool}-{text[:30]}" for tool, text, _ in HOSTILE])
-def test_hostile_input_is_refused_quickly_and_the_next_call_works(
+def test_hostile_input_is_refused_and_the_next_call_works(
     tools: dict[str, BaseTool], tool: str, text: str, message: str
 ) -> None:
     key = {"solve_equation": "equation"}.get(tool, "expression")
     args = {key: text, **({"lower": "0", "upper": "1"} if tool == "plot_area" else {})}
-    started = time.monotonic()
     with pytest.raises(ToolException) as caught:
         tools[tool].invoke(args)
+    # The refusal names what is wrong (never "took too long": no input is left to the timeout).
     assert message in str(caught.value)
     assert "Traceback" not in str(caught.value)
-    # Bounded by the timeout, never a hang.
-    assert time.monotonic() - started < TIMEOUT_S + 1
     assert tools["calculate"].invoke({"expression": "1+1"}) == "1+1 = 2"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
@@ -145,23 +144,22 @@ def test_pickers_offer_providers_only_when_their_key_is_set():
     assert "openai:gpt-4o-mini" in with_openai and not any("gemini" in s for s in with_openai)
 
 
-def test_rate_limited_with_short_retry_after_is_retried_and_answered(agent, openai_server):
+def test_rate_limited_with_short_retry_after_is_retried_and_answered(agent, openai_server,
+                                                                     retry_waits):
     openai_server.brain = scripted(Reply(status=429, headers={"Retry-After": "1"}), HOURS)
-    started = time.perf_counter()
     result = agent.run("hours?", model="openai:gpt-4o-mini")
     assert result.error is None and "Opening hours" in result.answer
-    assert time.perf_counter() - started >= 1.0
+    assert retry_waits == [1.0]  # the wait the server asked for, before the one retry
     assert len(openai_server.requests) == 3
 
 
-def test_rate_limited_with_a_long_retry_after_fails_fast_and_says_busy(agent, openai_server):
+def test_rate_limited_with_a_long_retry_after_fails_fast_and_says_busy(agent, openai_server,
+                                                                      retry_waits):
     openai_server.brain = scripted(Reply(status=429, headers={"Retry-After": "600"}))
-    started = time.perf_counter()
     result = agent.run("hours?", model="openai:gpt-4o-mini")
-    elapsed = time.perf_counter() - started
     assert result.error.type == "rate_limited"
     assert "busy" in result.error.message and "10 minutes" in result.error.message
-    assert len(openai_server.requests) == 1 and elapsed < 5
+    assert len(openai_server.requests) == 1 and retry_waits == []  # no wait at all
 
 
 def test_the_environment_proxy_is_honoured_for_real_endpoints(monkeypatch):
@@ -175,15 +173,13 @@ def test_the_environment_proxy_is_honoured_for_real_endpoints(monkeypatch):
     assert _proxy_for("http://127.0.0.1:8000/v1") is None
 
 
-def test_a_forgotten_real_call_fails_fast_through_the_dead_test_proxy(agent, monkeypatch):
+def test_a_forgotten_real_call_is_a_connection_error_through_the_dead_proxy(agent, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-would-be-real-key")
-    started = time.perf_counter()
     result = agent.run("hello", model="openai:gpt-4o-mini")
     assert result.error is not None and result.error.type == "connection"
-    assert time.perf_counter() - started < 30
 
 
-def test_every_provider_retries_in_our_transport_only(openai_server, monkeypatch):
+def test_every_provider_retries_in_our_transport_only(openai_server, monkeypatch, retry_waits):
     """One retry layer: a provider reached through init_chat_model gets the same retrying HTTP
     clients, with its SDK's retries off (three 503s are three requests, not nine)."""
     openai_server.brain = scripted(Reply(status=503))
@@ -191,6 +187,6 @@ def test_every_provider_retries_in_our_transport_only(openai_server, monkeypatch
     assert chat.max_retries == 0
     with pytest.raises(Exception, match="503|Service Unavailable|InternalServerError"):
         chat.invoke("hours?")
-    assert len(openai_server.requests) == 3
+    assert len(openai_server.requests) == 3 and retry_waits == [0.5, 1.0]  # backing off
     gemini = resolve_model("google_genai:gemini-2.0-flash", env={"GOOGLE_API_KEY": "AIza-x"})
     assert gemini.max_retries == 1  # google-genai counts attempts: one, no SDK retries

@@ -27,11 +27,10 @@ HOURS = tool_then_answer("get_business_info", {"topic": "hours"})
 
 
 @pytest.fixture(scope="module", autouse=True)
-def fault_table():
-    """Writes what each fault did and how long it took, for the closing note."""
+def fault_table(tmp_path_factory: pytest.TempPathFactory):
+    """Writes what each fault did and how long it took (under pytest's temporary folder)."""
     yield
-    out = Path(__file__).resolve().parent.parent / "test-output"
-    out.mkdir(exist_ok=True)
+    out = tmp_path_factory.mktemp("reliability")
     lines = ["| provider | fault or payload | what happened | seconds |", "|---|---|---|---|"]
     lines += [f"| {p} | {f} | {w} | {s:.2f} |" for f, p, w, s in TABLE]
     (out / "reliability-table.md").write_text("\n".join(lines) + "\n")
@@ -86,28 +85,27 @@ def assert_friendly(result, kind: str) -> None:
     assert len(result.error.message) < 200
 
 
-def test_429_with_a_short_retry_after_is_retried_and_answered(provider, data_dir):
+def test_429_with_a_short_retry_after_is_retried_and_answered(provider, data_dir, retry_waits):
     brain = scripted(Reply(status=429, headers={"Retry-After": "1"}), HOURS)
-    result, elapsed, server = run_fault(new_agent(data_dir), provider, "429, Retry-After: 1",
-                                        brain)
+    result, _, server = run_fault(new_agent(data_dir), provider, "429, Retry-After: 1", brain)
     assert result.error is None and "Opening hours" in result.answer
-    assert 1.0 <= elapsed < 10
+    assert retry_waits == [1.0]  # waited what the server asked, once
 
 
-def test_429_with_a_long_retry_after_is_a_fast_busy_message(provider, data_dir):
+def test_429_with_a_long_retry_after_is_a_busy_message_without_waiting(provider, data_dir,
+                                                                       retry_waits):
     brain = scripted(Reply(status=429, headers={"Retry-After": "600"}))
-    result, elapsed, server = run_fault(new_agent(data_dir), provider, "429, Retry-After: 600",
-                                        brain)
+    result, _, server = run_fault(new_agent(data_dir), provider, "429, Retry-After: 600", brain)
     assert_friendly(result, "rate_limited")
-    assert "busy" in result.error.message and elapsed < 5
-    assert len(server.requests) == 1
+    assert "busy" in result.error.message
+    assert len(server.requests) == 1 and retry_waits == []
 
 
-def test_three_503s_are_retried_a_bounded_number_of_times(provider, data_dir):
-    result, elapsed, server = run_fault(new_agent(data_dir), provider, "503 three times",
-                                        scripted(Reply(status=503)))
+def test_three_503s_are_retried_a_bounded_number_of_times(provider, data_dir, retry_waits):
+    result, _, server = run_fault(new_agent(data_dir), provider, "503 three times",
+                                  scripted(Reply(status=503)))
     assert_friendly(result, "provider_error")
-    assert len(server.requests) == 3 and elapsed < 10
+    assert len(server.requests) == 3 and retry_waits == [0.5, 1.0]  # backing off between them
 
 
 def test_a_server_that_never_answers_is_stopped_at_the_timeout(provider, data_dir):
@@ -115,7 +113,7 @@ def test_a_server_that_never_answers_is_stopped_at_the_timeout(provider, data_di
                                         f"accepts, never answers (timeout {TIMEOUT_S:g} s)",
                                         scripted(Reply(hang=True)))
     assert_friendly(result, "timeout")
-    assert TIMEOUT_S <= elapsed < TIMEOUT_S + 5
+    assert elapsed >= TIMEOUT_S  # it was the timeout that ended the wait, not a refusal
 
 
 def test_truncated_tool_call_json_does_not_end_blank(monkeypatch, data_dir):

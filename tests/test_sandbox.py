@@ -71,7 +71,7 @@ def test_a_fast_job_answers_while_four_slow_ones_run(engine: MathEngine) -> None
     threads = [threading.Thread(target=slow, args=(f"slow-{i}",)) for i in range(4)]
     for thread in threads:
         thread.start()
-    time.sleep(0.3)
+    assert eventually(lambda: engine.admission.running() == 4)  # every slow job holds a worker
     assert engine.run("calculate", expression="2+2") == "2+2 = 4"
     fast_done = time.monotonic()
     for thread in threads:
@@ -101,11 +101,9 @@ def test_a_job_past_the_timeout_is_killed_and_the_next_call_works(single: MathEn
     single.run("calculate", expression="1+1")
     (stuck,) = single.worker_pids()
     os.kill(stuck, signal.SIGSTOP)  # a worker that never answers, like one stuck in C code
-    started = time.monotonic()
     with pytest.raises(MathTimeoutError, match=r"took too long \(over 1 s\)"):
         single.run("calculate", expression="2+2")
-    assert time.monotonic() - started < 3
-    assert gone(stuck)
+    assert gone(stuck)  # the timeout is enforced by killing the worker, not by abandoning it
     assert single.run("calculate", expression="2+3") == "2+3 = 5"
 
 
@@ -120,7 +118,7 @@ def test_a_full_pool_queues_callers_until_a_worker_is_free(single: MathEngine) -
 
     thread = threading.Thread(target=slow)
     thread.start()
-    time.sleep(0.2)
+    assert eventually(lambda: single.admission.running() == 1)  # the slow job has the worker
     assert single.run("calculate", expression="3*3") == "3*3 = 9"
     thread.join()
     assert refused and len(single.worker_pids()) == 1

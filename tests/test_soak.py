@@ -12,7 +12,7 @@ import pytest
 from gradio_client import Client
 
 from treadwise.storage.sqlite import Store
-from treadwise.testing.webapp import REPO, mixed_message, serve_subprocess
+from treadwise.testing.webapp import mixed_message, serve_subprocess
 
 SESSIONS = 8
 TURNS = 50
@@ -23,7 +23,8 @@ WARM_UP = 5
 def check(turn: dict, text: str, session: int, number: int) -> None:
     assert turn["status"] == "done" and turn["error"] is None, turn
     assert turn["answer"].strip()
-    assert not any(step["error"] for step in turn["tool_calls"]), turn["tool_calls"]
+    errors = [(step["name"], step["error"]) for step in turn["tool_calls"] if step["error"]]
+    assert not errors, errors
     if number % 4 == 0:
         assert str((number + session) ** 2) in turn["answer"]
     if number % 4 == 1:
@@ -33,10 +34,14 @@ def check(turn: dict, text: str, session: int, number: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_eight_sessions_fifty_turns_each(data_dir: Path):
+def test_eight_sessions_fifty_turns_each(data_dir: Path, tmp_path: Path):
     memory: dict[str, int] = {}
     failures: list[str] = []
-    with serve_subprocess(data_dir) as app:
+    # What the soak measures is memory and correctness over many turns, not speed. Eight
+    # sessions' integrals and plots share two cores (with whatever else runs here), so a plot's
+    # wall-clock time is mostly waiting for CPU; the 5 s default timeout, which is about hostile
+    # input (tests/test_sandbox.py), would fail turns for being starved, not for being hard.
+    with serve_subprocess(data_dir, env={"TREADWISE_MATH_TIMEOUT_S": "60"}) as app:
         process = psutil.Process(app.process.pid)
 
         def measure() -> None:
@@ -79,8 +84,6 @@ def test_eight_sessions_fifty_turns_each(data_dir: Path):
     report = (f"soak: app RSS {memory['warm'] / 2**20:.0f} MB after warm-up -> "
               f"{end / 2**20:.0f} MB after {SESSIONS * TURNS} turns (ratio {ratio:.2f}); "
               f"math workers {memory['warm_children'] / 2**20:.0f} -> {children / 2**20:.0f} MB")
-    out = REPO / "test-output"
-    out.mkdir(exist_ok=True)
-    (out / "soak.txt").write_text(report + "\n")
+    (tmp_path / "soak.txt").write_text(report + "\n")
     print(report)
     assert ratio <= 1.2, report

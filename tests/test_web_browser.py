@@ -12,14 +12,12 @@ from langchain_core.messages import AIMessage
 
 from treadwise.agent import Agent
 from treadwise.settings import Settings
-from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+from treadwise.testing.chromium import CHROMIUM_ARGS, TIMEOUT_MS
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.testing.webapp import REPO, serve_in_process, serve_subprocess, use_scripted
 
 pytestmark = pytest.mark.browser
-playwright_api = pytest.importorskip("playwright.sync_api")
 
-OUTPUT = REPO / "test-output"
 LOOPBACK = {"127.0.0.1", "localhost"}
 HOSTILE = ('Here you go <img src=x onerror="window.__xss=1"> '
            "<script>window.__xss=2</script>\n\n"
@@ -27,11 +25,11 @@ HOSTILE = ('Here you go <img src=x onerror="window.__xss=1"> '
 
 
 @pytest.fixture
-def page() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's Chromium is not installed")
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+def page(chromium: str) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(TIMEOUT_MS)
         try:
@@ -57,8 +55,8 @@ def send(page, message: str) -> str:
     }""")
 
 
-def test_chat_with_personas_tool_steps_and_an_inline_plot(page, tmp_path: Path):
-    OUTPUT.mkdir(exist_ok=True)
+def test_chat_with_personas_tool_steps_and_an_inline_plot(page, tmp_path: Path,
+                                                          screenshots: Path):
     with serve_subprocess(tmp_path / "data") as app:
         url = app.url
         page.goto(url)
@@ -73,7 +71,7 @@ def test_chat_with_personas_tool_steps_and_an_inline_plot(page, tmp_path: Path):
         page.wait_for_function("img => img.complete && img.naturalWidth > 0",
                                arg=plot.element_handle())
         plot.scroll_into_view_if_needed()
-        page.screenshot(path=str(OUTPUT / "browser-chat.png"), full_page=True)
+        page.screenshot(path=str(screenshots / "browser-chat.png"), full_page=True)
 
         page.get_by_label("Cautious Helper").check()
         reply = send(page, "Which tires do you recommend for an SUV I mostly drive on the "
@@ -82,13 +80,14 @@ def test_chat_with_personas_tool_steps_and_an_inline_plot(page, tmp_path: Path):
         assert any(phrase in reply for phrase in voice("cautious", "opener", "closer"))
         assert not any(phrase in reply for phrase in voice("technical", "opener", "closer"))
         page.get_by_text("Tool: get_tire_recommendation").first.wait_for()
-        page.screenshot(path=str(OUTPUT / "browser-chat-cautious.png"), full_page=True)
+        page.screenshot(path=str(screenshots / "browser-chat-cautious.png"), full_page=True)
         started = app.logs()
     assert "TreadWise is running at http://127.0.0.1:" in started
     assert "share=True" not in started, "the app never makes public links"
 
 
-def test_html_and_images_in_model_output_stay_inert(page, monkeypatch: pytest.MonkeyPatch):
+def test_html_and_images_in_model_output_stay_inert(page, monkeypatch: pytest.MonkeyPatch,
+                                                    screenshots: Path):
     use_scripted(monkeypatch, hostile=ScriptedModel().enqueue(AIMessage(HOSTILE)))
     settings = Settings.from_env()
     outside: list[str] = []
@@ -103,8 +102,7 @@ def test_html_and_images_in_model_output_stay_inert(page, monkeypatch: pytest.Mo
         for link in page.locator("#chat a").all():
             if "click" in link.inner_text():
                 link.click()
-        OUTPUT.mkdir(exist_ok=True)
-        page.screenshot(path=str(OUTPUT / "browser-inert.png"), full_page=True)
+        page.screenshot(path=str(screenshots / "browser-inert.png"), full_page=True)
         assert page.evaluate("window.__xss") is None
     assert '<img src=x onerror="window.__xss=1">' in answer
     assert page.locator("#chat img[src='x']").count() == 0

@@ -9,13 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_web_browser import OUTPUT
 from treadwise.settings import Settings
-from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS
+from treadwise.testing.chromium import CHROMIUM_ARGS
 from treadwise.testing.webapp import serve_in_process
 
 pytestmark = pytest.mark.browser
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 TIMEOUT_MS = 120_000
 HOSTILE = "<img src=x onerror=\"window.__xss=1\">"
@@ -52,9 +50,7 @@ def small_run(results: Path, name: str, temperature: float) -> Path:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory) -> Iterator[tuple[str, Path]]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's Chromium is not installed")
+def app(tmp_path_factory, chromium: str) -> Iterator[tuple[str, Path]]:
     results = tmp_path_factory.mktemp("web-experiments") / "results"
     small_run(results, "older", 0.0)
     small_run(results, "newer", 0.0)
@@ -63,9 +59,11 @@ def app(tmp_path_factory) -> Iterator[tuple[str, Path]]:
 
 
 @pytest.fixture
-def page(app) -> Iterator[object]:
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+def page(app, chromium: str) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(app[0])
@@ -77,7 +75,7 @@ def page(app) -> Iterator[object]:
             browser.close()
 
 
-def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app):
+def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app, screenshots: Path):
     page.get_by_label("Cases (0 = the whole grid)").fill("4")
     page.locator("#sweep-start").click()
     seen: list[list[str]] = []
@@ -91,14 +89,13 @@ def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app):
     # One bar (the level and its fill), in the status line: none over the run picker.
     assert all(set(ids) == {"sweep-status"} for ids in busy), {tuple(ids) for ids in busy}
     page.wait_for_function("document.querySelectorAll('#run-charts img').length >= 8")
-    OUTPUT.mkdir(exist_ok=True)
-    page.screenshot(path=str(OUTPUT / "browser-experiments-1280.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "browser-experiments-1280.png"), full_page=True)
     gallery = page.evaluate(CLIPPED)
     assert gallery["images"] >= 8
     assert gallery["hidden"] <= 2 and gallery["outside"] == 0, gallery
     page.set_viewport_size({"width": 400, "height": 900})
     page.wait_for_timeout(500)
-    page.screenshot(path=str(OUTPUT / "browser-experiments-400.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "browser-experiments-400.png"), full_page=True)
     assert page.evaluate(CLIPPED)["outside"] == 0
 
 

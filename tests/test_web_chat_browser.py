@@ -12,7 +12,6 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,14 +20,13 @@ from langchain_core.tools import tool
 
 from treadwise.agent import Agent
 from treadwise.settings import Settings
-from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS
+from treadwise.testing.chromium import CHROMIUM_ARGS
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.testing.loopback import OpenAIServer, Reply, scripted
 from treadwise.testing.webapp import serve_in_process
 from treadwise.tools import ToolContext, get_tools
 
 pytestmark = pytest.mark.browser
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 TIMEOUT_MS = 45_000
 WAIT_S = 2.5
@@ -61,13 +59,13 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Agent]]
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's Chromium is not installed")
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+def browser(chromium: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
 
 
 @pytest.fixture

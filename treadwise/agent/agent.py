@@ -6,7 +6,7 @@ import contextvars
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import closing
 from dataclasses import replace
 from typing import Any
@@ -118,7 +118,7 @@ class Agent:
                persona: str = DEFAULT_PERSONA, model: str = "offline",
                temperature: float = 0.0, seed: int | None = None,
                tokens: bool = True, strategy: str = DEFAULT_STRATEGY,
-               routing: str | None = None) -> Iterator[Event]:
+               routing: str | None = None) -> Generator[Event, None, None]:
         """Run one user turn, yielding tool steps, the final result and (with ``tokens``) text
         as the provider streams it; without ``tokens`` models are called plainly. ``routing``
         (on, compact, off; default the settings') says which tools and prompt the calls carry.

@@ -15,6 +15,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
@@ -114,10 +115,10 @@ def fallback_answer(messages: Sequence[AnyMessage]) -> str:
 
 
 def answer_message(text: str, *, calls: int, capped: bool,
-                   usage: dict[str, Any] | None = None) -> AIMessage:
+                   usage: UsageMetadata | None = None) -> AIMessage:
     """A final answer the graph wrote itself (no model produced one)."""
     message = AIMessage(content=text, id=f"fallback-{uuid.uuid4().hex[:12]}",
-                        usage_metadata=usage)  # type: ignore[arg-type]
+                        usage_metadata=usage)
     return mark(message, calls=calls, capped=capped)
 
 

@@ -132,7 +132,7 @@ def _call_from(obj: Any, raw: str) -> ParsedCall | None:
     name = obj.get("name") or (function if isinstance(function, str) else None)
     if not isinstance(name, str) or not name:
         return None
-    args = next((obj[k] for k in ARG_KEYS if k in obj), {})
+    args: Any = next((obj[k] for k in ARG_KEYS if k in obj), {})
     if isinstance(args, str):
         try:
             args = _loads(args) if args.strip() else {}

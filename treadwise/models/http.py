@@ -7,7 +7,7 @@ the httpx clients built here. SDK retries are off wherever a client can be hande
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from treadwise.settings import Settings
 
@@ -56,11 +56,14 @@ def transports(settings: Settings, endpoint: str | None) -> tuple[Any, Any]:
     from treadwise.models.retries import AsyncRetryTransport, RetryTransport
     from treadwise.models.tally import AsyncCountingTransport, CountingTransport
 
-    options = {"max_retries": settings.max_retries, "max_wait_s": settings.max_retry_wait_s}
+    options: dict[str, Any] = {"max_retries": settings.max_retries,
+                               "max_wait_s": settings.max_retry_wait_s}
     if endpoint is None:
-        return (RetryTransport(CountingTransport(_EnvProxyTransport()), **options),
-                AsyncRetryTransport(AsyncCountingTransport(_AsyncEnvProxyTransport()),
-                                    **options))
+        # Duck-typed transports: subclassing httpx's would import it with this module.
+        sync_proxy = cast(httpx.BaseTransport, _EnvProxyTransport())
+        async_proxy = cast(httpx.AsyncBaseTransport, _AsyncEnvProxyTransport())
+        return (RetryTransport(CountingTransport(sync_proxy), **options),
+                AsyncRetryTransport(AsyncCountingTransport(async_proxy), **options))
     proxy = proxy_for(endpoint)
     # Counting sits under the retries, so each request on the wire is seen once.
     sync = CountingTransport(httpx.HTTPTransport(verify=tls_context(), proxy=proxy))

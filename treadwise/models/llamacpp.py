@@ -9,7 +9,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +141,7 @@ class LlamaEngine:
     def generate(self, blocks: Sequence[str], *, max_tokens: int, temperature: float,
                  seed: int | None, timeout_s: float, stats: Generation,
                  sampling: Sampling | None = None,
-                 constraint: Constraint | None = None) -> Iterator[str]:
+                 constraint: Constraint | None = None) -> Generator[str, None, None]:
         """Yield the reply to the prompt ``blocks`` piece by piece (the first block is the
         system block), held to ``constraint`` if given; ``stats`` holds the counts when it
         ends."""
@@ -225,12 +225,12 @@ class LlamaEngine:
 
     def _sample(self, max_tokens: int, temperature: float, seed: int | None,
                 sampling: Sampling, deadline: float, stats: Generation,
-                constraint: Constraint | None = None) -> Iterator[str]:
+                constraint: Constraint | None = None) -> Generator[str, None, None]:
         llm = self.llm
         llm.set_seed(seed if seed is not None else random.SystemRandom().randrange(2**31))
-        options = {"temp": temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
-                   "min_p": sampling.min_p, "repeat_penalty": sampling.repeat_penalty,
-                   "reset": False}
+        options: dict[str, Any] = {
+            "temp": temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+            "min_p": sampling.min_p, "repeat_penalty": sampling.repeat_penalty, "reset": False}
         released = constraint.released if constraint else None
         tokens = llm.generate([], grammar=_grammar(constraint.gbnf) if constraint else None,
                               **options)

@@ -7,7 +7,7 @@ import json
 import random
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -90,7 +90,7 @@ class LocalTurn:
     def constrained(self) -> bool:
         return self.options.decoding == "constrained"
 
-    def run(self) -> Iterator[str]:
+    def run(self) -> Generator[str, None, None]:
         forced = chatml.tool_choice_name(self.tool_choice)
         must_call = forced is not None or self.tool_choice in ("any", "required", True)
         tools = [] if small_talk(self.question) and not must_call else self.offered
@@ -112,7 +112,7 @@ class LocalTurn:
         return next((t for t in self.offered if function_of(t)["name"] == name), None)
 
     def _generate(self, step: str, blocks: list[str], max_tokens: int,
-                  constraint: Constraint | None = None) -> Iterator[str]:
+                  constraint: Constraint | None = None) -> Generator[str, None, None]:
         record = StepRecord(step)
         self.steps.append(record)
         o = self.options
@@ -141,7 +141,7 @@ class LocalTurn:
             return chatml.conversation(self.history[turn_start(self.history):])
         return prompts.conversation_body(self.history, self._fits(head))
 
-    def _call_or_answer(self, call: chatml.ParsedCall | None) -> Iterator[str]:
+    def _call_or_answer(self, call: chatml.ParsedCall | None) -> Generator[str, None, None]:
         if call is None or self._repeated(call):
             yield from self._answer()
         else:
@@ -187,7 +187,8 @@ class LocalTurn:
             return chatml.ParsedCall(name, None, text, "its arguments are not a JSON object")
         return chatml.ParsedCall(name, args, text)
 
-    def _single(self, tools: Sequence[Mapping[str, Any]], must_call: bool) -> Iterator[str]:
+    def _single(self, tools: Sequence[Mapping[str, Any]],
+                must_call: bool) -> Generator[str, None, None]:
         """One reply that is a call or prose, every tool offered at once."""
         first = prompts.call_head(self._head(), tools, chatml.tool_choice_name(self.tool_choice))
         blocks = prompts.call_prompt(first, tools, self.question, self._body([first]))
@@ -222,7 +223,7 @@ class LocalTurn:
             elif tail := gate.rest(prose):
                 yield tail
 
-    def _answer(self) -> Iterator[str]:
+    def _answer(self) -> Generator[str, None, None]:
         """Prose: from the tool results when there are any (then in the persona's voice),
         else from the persona's essentials and the conversation."""
         if not self.results:

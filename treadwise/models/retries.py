@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import httpx
 
 from treadwise.errors import retry_after_seconds
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+# How every retry waits unless a transport is given its own: looked up at each wait, so a test
+# can swap in a recorder (treadwise.testing.fakes.RecordedWaits) instead of really sleeping.
+sleep: Callable[[float], None] = time.sleep
+async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
 class _Policy:
@@ -37,7 +43,7 @@ class RetryTransport(httpx.BaseTransport):
 
     def __init__(self, inner: httpx.BaseTransport | None = None, *, max_retries: int = 2,
                  max_wait_s: float = 20.0, backoff_s: float = 0.5,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] | None = None):
         self.inner = inner or httpx.HTTPTransport()
         self.policy = _Policy(max_retries, max_wait_s, backoff_s)
         self.sleep = sleep
@@ -51,7 +57,7 @@ class RetryTransport(httpx.BaseTransport):
             if wait is None:
                 return response
             response.close()
-            self.sleep(wait)
+            (self.sleep or sleep)(wait)
             attempt += 1
 
     def close(self) -> None:
@@ -62,13 +68,13 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
     """The asynchronous twin of RetryTransport, for clients that also build an async client."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport | None = None, *, max_retries: int = 2,
-                 max_wait_s: float = 20.0, backoff_s: float = 0.5):
+                 max_wait_s: float = 20.0, backoff_s: float = 0.5,
+                 sleep: Callable[[float], Awaitable[None]] | None = None):
         self.inner = inner or httpx.AsyncHTTPTransport()
         self.policy = _Policy(max_retries, max_wait_s, backoff_s)
+        self.sleep = sleep
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        import asyncio
-
         await request.aread()
         attempt = 0
         while True:
@@ -77,7 +83,7 @@ class AsyncRetryTransport(httpx.AsyncBaseTransport):
             if wait is None:
                 return response
             await response.aclose()
-            await asyncio.sleep(wait)
+            await (self.sleep or async_sleep)(wait)
             attempt += 1
 
     async def aclose(self) -> None:

@@ -144,7 +144,7 @@ def _tires(reading: Reading, state: DialogueState) -> Plan | None:
 def _unknown_product(text: str) -> bool:
     """"Do you sell motorcycle tires?": a kind of tire the catalogue does not name."""
     match = re.search(r"([\w-]+)\s+(?:tires?|tyres?)\b", text.lower())
-    return bool(match) and match.group(1) not in TIRE_QUALIFIERS \
+    return match is not None and match.group(1) not in TIRE_QUALIFIERS \
         and profile.find_usage(match.group(1)) is None
 
 

@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias, cast
 from urllib.parse import urlsplit
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from treadwise.errors import redact
@@ -34,7 +34,9 @@ POOL_TIMEOUT_S = 10.0  # the longest a call waits for a free connection
 POOL_MAX = 10  # the app runs 8 turns at once; memory takes one connection at a time
 log = logging.getLogger(__name__)
 
-_pools: dict[tuple[int, str], ConnectionPool] = {}
+# Every connection is made with connection_kwargs(), so its rows are dicts.
+Pool: TypeAlias = "ConnectionPool[psycopg.Connection[DictRow]]"
+_pools: dict[tuple[int, str], Pool] = {}
 _pools_lock = threading.Lock()
 
 
@@ -71,7 +73,7 @@ def connection_kwargs() -> dict[str, Any]:
             "connect_timeout": CONNECT_TIMEOUT_S}
 
 
-def open_pool(url: str, *, max_size: int = POOL_MAX) -> ConnectionPool:
+def open_pool(url: str, *, max_size: int = POOL_MAX) -> Pool:
     """A pool on `url` with the schema migrated, or StoreUnavailable within the timeouts."""
     try:
         # One plain connection first: a refused or failed login is reported at once, with its
@@ -92,10 +94,10 @@ def open_pool(url: str, *, max_size: int = POOL_MAX) -> ConnectionPool:
     except PoolTimeout as exc:
         pool.close()
         raise unavailable(exc) from exc
-    return pool
+    return cast(Pool, pool)
 
 
-def shared_pool(url: str) -> ConnectionPool:
+def shared_pool(url: str) -> Pool:
     """This process's pool for `url`, opened (and the schema migrated) on first use.
 
     Keyed by process id too: a forked child must open its own connections, never reuse the
@@ -120,7 +122,7 @@ def close_pools() -> None:
 class PostgresStore(ReadsRows):
     """Leads and feedback in PostgreSQL, shared by every replica; same behaviour as SQLite's."""
 
-    def __init__(self, pool: ConnectionPool, clock: Callable[[], datetime] | None = None):
+    def __init__(self, pool: Pool, clock: Callable[[], datetime] | None = None):
         self.pool = pool
         self._clock = clock or (lambda: datetime.now(UTC))
 
@@ -129,7 +131,7 @@ class PostgresStore(ReadsRows):
         return cls(shared_pool(url), clock)
 
     @contextmanager
-    def _transaction(self) -> Iterator[psycopg.Connection]:
+    def _transaction(self) -> Iterator[psycopg.Connection[DictRow]]:
         try:
             with self.pool.connection() as conn, conn.transaction():
                 yield conn

@@ -49,7 +49,8 @@ def apply_retention(settings: Settings, memory: ResilientSaver | None = None) ->
         return None
     if not isinstance(memory, ResilientSaver):
         memory = None  # a checkpointer of the caller's own: theirs to keep or clear
-    errors = (StoreUnavailable, OSError, *(memory.errors if memory is not None else ()))
+    errors: tuple[type[BaseException], ...] = (
+        StoreUnavailable, OSError, *(memory.errors if memory is not None else ()))
     try:
         done = purge(settings.retention_days, open_store(settings.data_dir,
                                                          settings.database_url), memory)

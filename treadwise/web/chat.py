@@ -163,7 +163,7 @@ class ChatTab:
         outputs = [chatbot, send, export_md, export_json]
         turn_inputs = [session, persona, model, custom, temperature, strategy]
         # Send, Enter and Retry share one concurrency budget: the number of turns in flight.
-        turn = {"show_progress": "hidden", "concurrency_id": "chat-turn"}
+        turn: dict[str, Any] = {"show_progress": "hidden", "concurrency_id": "chat-turn"}
         message.submit(self.send, [message, *turn_inputs], [chatbot, message, *outputs[1:]],
                        api_name="send", **turn)
         send.click(self.send, [message, *turn_inputs], [chatbot, message, *outputs[1:]],

@@ -216,7 +216,7 @@ class ExperimentsTab:
         cases = self._build_transcripts()
         comparison = self._build_compare(runs)
         shown = [summary, charts, report, *cases, comparison[0]]
-        quiet = {"show_progress": "hidden"}
+        quiet: dict[str, Any] = {"show_progress": "hidden"}
         refresh.click(self.refresh, [runs], [runs, *shown], api_name="runs_refresh", **quiet)
         runs.change(self.show, [runs], shown, api_name="runs_show", **quiet)
         # One progress bar, in the status line: not one over every output of the event.
@@ -301,7 +301,8 @@ class ExperimentsTab:
         if path_a is None or path_b is None or path_a == path_b:
             return "Pick a run above and a different baseline run to compare it with.", None
         try:
-            result = compare_runs(path_a, path_b)
+            # Beside the runs, not in the app's working directory.
+            result = compare_runs(path_a, path_b, self.results_dir)
         except (ReportError, ValueError, OSError) as exc:
             return f"These runs cannot be compared: {redact(str(exc))}", None
         text = result.report.read_text(encoding="utf-8").split("\n![", 1)[0]

@@ -27,7 +27,7 @@ PROTECTED_RE = re.compile(r"(?<!`)(`+)(?!`)[\s\S]*?(?<!`)\1(?!`)|\$\$[\s\S]+?\$\
 OPERATOR_STAR_RE = re.compile(r"(?<=[\w)\]}])\*+(?=[\w(\[{])")
 LITERAL_RE = re.compile(r"[\\`*_\[\]~|$]")
 LINE_START_RE = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))", re.MULTILINE)
-LATEX_DELIMITERS = [{"left": "$$", "right": "$$", "display": True},
+LATEX_DELIMITERS: list[dict[str, str | bool]] = [{"left": "$$", "right": "$$", "display": True},
                     {"left": "\\[", "right": "\\]", "display": True},
                     {"left": "\\(", "right": "\\)", "display": False}]
 ERROR_HEADINGS = {

@@ -6,7 +6,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import closing, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +94,7 @@ class TurnRunner:
         self.locks = ThreadLocks()
 
     def stream(self, turn: Turn, thread_id: str, message: str,
-               **options: Any) -> Iterator[Event | FriendlyError | None]:
+               **options: Any) -> Generator[Event | FriendlyError | None, None, None]:
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         worker = threading.Thread(target=self._work, args=(turn, thread_id, message, options,
                                                            events),

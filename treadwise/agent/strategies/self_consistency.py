@@ -156,7 +156,7 @@ def own(messages: Sequence[AnyMessage], index: int) -> list[AnyMessage]:
     for message in current_turn(messages):
         if isinstance(message, AIMessage) and message.response_metadata.get("attempt") == index:
             mine.append(message)
-            ids |= {c["id"] for c in message.tool_calls}
+            ids |= {c["id"] or "" for c in message.tool_calls}
             ids |= {c.get("id") or "" for c in message.invalid_tool_calls}
         elif isinstance(message, ToolMessage) and message.tool_call_id in ids:
             mine.append(message)
@@ -370,7 +370,7 @@ def _write_up(trace: dict[str, Any],
 
 def _no_vote(trace: dict[str, Any]) -> Command:
     """A single attempt (not a math problem) is written up as it is: nothing to vote on."""
-    result = {"counts": {}, "winner": None, "majority": False, "attempts": 1,
+    result: dict[str, Any] = {"counts": {}, "winner": None, "majority": False, "attempts": 1,
               "skipped": "one attempt: not a math problem, nothing to vote on"}
     return Command(update={"trace": record({**trace, "vote": result}, "vote",
                                            result["skipped"])}, goto="write")

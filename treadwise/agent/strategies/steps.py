@@ -45,7 +45,7 @@ def stages_named(trace: dict[str, Any], name: str) -> list[dict[str, Any]]:
 
 def spent(trace: dict[str, Any], message: AIMessage) -> dict[str, Any]:
     """The trace with the tokens of a reply that memory does not keep (a plan, a check)."""
-    usage = message.usage_metadata or {}
+    usage: dict[str, Any] = dict(message.usage_metadata or {})
     total = dict(trace.get("usage") or {"input_tokens": 0, "output_tokens": 0})
     total["input_tokens"] += int(usage.get("input_tokens", 0))
     total["output_tokens"] += int(usage.get("output_tokens", 0))

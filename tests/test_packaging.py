@@ -1,0 +1,63 @@
+"""`pip install .` into a fresh, plain virtual environment gives importable treadwise and
+experiments: pyproject.toml declares every runtime dependency."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROXY_NAMES, REAL_PROXIES, REPO
+
+# Wheels of the runtime dependencies, kept between runs (outside the repository) so the install
+# is offline and quick after the first run; refilled from the package registry when
+# pyproject.toml asks for something it does not hold.
+WHEELHOUSE = Path.home() / ".cache" / "treadwise-test-wheelhouse"
+NOT_SOURCE = shutil.ignore_patterns(".git", "results", "data", "build", "*.egg-info",
+                                    "__pycache__", ".venv", "venv", "test-output", ".*_cache",
+                                    ".hypothesis", "benchmarks", "docs", "tests")
+IMPORTS = ("import treadwise, experiments, treadwise.agent, treadwise.web.app, "
+           "treadwise.tools.math, experiments.cli, experiments.analyse.report; "
+           "print(treadwise.__file__)")
+
+
+def pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", *args],
+                          capture_output=True, text=True, timeout=1500, env=clean_env())
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment with the machine's own proxies (not the tests' dead one), and
+    without what would let the venv see the repo's sources."""
+    dropped = {"PYTHONPATH", "PYTHONHOME", *PROXY_NAMES}
+    return {**{k: v for k, v in os.environ.items() if k not in dropped}, **REAL_PROXIES}
+
+
+@pytest.mark.slow
+@pytest.mark.install
+@pytest.mark.timeout(1800)
+def test_pip_install_dot_in_a_fresh_venv_then_both_packages_import(tmp_path: Path) -> None:
+    source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info next to it
+    shutil.copytree(REPO, source, ignore=NOT_SOURCE)
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True,
+                   timeout=300)
+    python = tmp_path / "venv" / "bin" / "python"
+    offline = ("install", "--no-index", "--find-links", str(WHEELHOUSE), str(source))
+    done = pip(python, *offline)
+    if done.returncode != 0:
+        project = tomllib.loads((REPO / "pyproject.toml").read_text())
+        needs = [*project["build-system"]["requires"], *project["project"]["dependencies"]]
+        filled = pip(python, "wheel", "--wheel-dir", str(WHEELHOUSE), *needs)
+        assert filled.returncode == 0, filled.stderr[-3000:]
+        done = pip(python, *offline)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Run outside the source copy, so the import can only find the installed packages.
+    imported = subprocess.run([str(python), "-c", IMPORTS], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300, env=clean_env())
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    assert str(tmp_path / "venv") in imported.stdout
