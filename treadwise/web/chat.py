@@ -21,6 +21,7 @@ from treadwise.web.access import Access, accept_any
 from treadwise.web.browser import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.chat_export import export_files
 from treadwise.web.files import publish_png
+from treadwise.web.live_chat import LiveChat
 from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.resume import ThreadLinks
 from treadwise.web.session import ChatSession, Turn, new_session
@@ -61,6 +62,7 @@ class Choice:
     custom: str
     temperature: Any
     strategy: str
+    arm: tuple[str, str] | None = None  # (live experiment, arm) whose values these are
 
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
@@ -87,6 +89,7 @@ class ChatTab:
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.links = ThreadLinks(settings)
+        self.live = LiveChat(settings)
         self.cache_dir = ""
 
     def build(self, demo: gr.Blocks) -> None:
@@ -135,6 +138,7 @@ class ChatTab:
                     choices=[(p.name, key) for key, p in self.personas.items()],
                     value=DEFAULT_PERSONA if DEFAULT_PERSONA in self.personas
                     else next(iter(self.personas)), label="Persona", elem_id="persona-picker"))
+                self.live.build(demo, chatbot, session)
                 gr.Markdown(persona_cards(self.personas), elem_classes="tw-personas")
                 model = accept_any(gr.Dropdown(
                     choices=self._model_choices(admin=not public), value="offline",
@@ -279,12 +283,14 @@ class ChatTab:
         if (choice.strategy or DEFAULT_STRATEGY) not in self.strategies:
             names = ", ".join(self.strategies)
             return f"There is no strategy {choice.strategy!r}; pick one of {names}."
-        return temperature_refusal(choice.temperature) or \
-            self.access.model_refusal(spec, request)
+        # An arm's model was picked by an admin: any visitor may be answered by it.
+        return temperature_refusal(choice.temperature) or (
+            None if choice.arm else self.access.model_refusal(spec, request))
 
     def _turn(self, message: str, session: ChatSession, choice: Choice,
               request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
+        choice = self.live.choose(session, choice)
         spec = redact((choice.custom or "").strip() or choice.model or "offline")
         known = self.personas.get(choice.persona)
         temperature = choice.temperature
@@ -302,6 +308,7 @@ class ChatTab:
             yield False, self._view(session, running=True)
             for _ in self._follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
                 yield False, self._view(session)
+        self.live.record(session, turn, choice.arm)
         yield True, self._view(session, final=True)
 
     def _follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:
