@@ -124,9 +124,9 @@ def _peeked_claims(p: tuple[float, float], experiments: int, interval, seed: int
 
 def naive(control: list[float], arm: list[float]):
     """The fixed-sample 95% interval, wrongly read after every 50 visitors."""
-    from experiments.live.sequential import Interval, mean_variance
+    from experiments.live.sequential import Interval, Moments
 
-    (mc, vc), (ma, va) = mean_variance(control), mean_variance(arm)
+    (mc, vc), (ma, va) = Moments.of(control).mean_variance(), Moments.of(arm).mean_variance()
     half = 1.96 * math.sqrt(vc + va)
     return Interval(ma - mc, ma - mc - half, ma - mc + half, len(control) + len(arm))
 

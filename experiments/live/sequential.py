@@ -34,14 +34,32 @@ def halfwidth(variance: float, alpha: float, tau2: float = MIXTURE_SD ** 2) -> f
                      * (math.log(1 / alpha) + 0.5 * math.log(spread / variance)))
 
 
+@dataclass(frozen=True)
+class Moments:
+    """What an arm's intervals need of its visitors' values: count, sum, sum of squares."""
+
+    n: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Moments:
+        return cls(len(values), float(sum(values)), float(sum(v * v for v in values)))
+
+    def add(self, value: float) -> Moments:
+        return Moments(self.n + 1, self.total + value, self.squares + value * value)
+
+    def mean_variance(self) -> tuple[float, float]:
+        """(mean, variance of the mean), the variance shrunk towards a coin's."""
+        if self.n == 0:
+            return math.nan, math.inf
+        mean = self.total / self.n
+        spread = max(0.0, self.squares - self.n * mean * mean) + PRIOR_VARIANCE
+        return mean, spread / self.n / self.n
+
+
 def mean_variance(values: Sequence[float]) -> tuple[float, float]:
-    """(mean, variance of the mean), the variance shrunk towards a coin's."""
-    n = len(values)
-    if n == 0:
-        return math.nan, math.inf
-    mean = sum(values) / n
-    spread = sum((v - mean) ** 2 for v in values) + PRIOR_VARIANCE
-    return mean, spread / n / n
+    return Moments.of(values).mean_variance()
 
 
 @dataclass(frozen=True)
@@ -55,25 +73,24 @@ class Interval:
         return self.low > 0 or self.high < 0
 
 
-def rate_interval(values: Sequence[float], alpha: float) -> Interval:
+def rate_interval(values: Sequence[float] | Moments, alpha: float) -> Interval:
     """An arm's rate (the mean of its visitors' values) with its confidence sequence."""
-    mean, variance = mean_variance(values)
-    if not values:
+    moments = values if isinstance(values, Moments) else Moments.of(values)
+    if moments.n == 0:
         return Interval(math.nan, 0.0, 1.0, 0)
+    mean, variance = moments.mean_variance()
     half = halfwidth(variance, alpha)
-    return Interval(mean, max(0.0, mean - half), min(1.0, mean + half), len(values))
+    return Interval(mean, max(0.0, mean - half), min(1.0, mean + half), moments.n)
 
 
-def difference_interval(control: Sequence[float], arm: Sequence[float],
+def difference_interval(control: Sequence[float] | Moments, arm: Sequence[float] | Moments,
                         alpha: float) -> Interval:
     """arm - control, with its confidence sequence; unbounded until both have MIN_VISITORS."""
-    if min(len(control), len(arm)) < MIN_VISITORS:
-        mean_a = sum(arm) / len(arm) if arm else math.nan
-        mean_c = sum(control) / len(control) if control else math.nan
-        return Interval(mean_a - mean_c, -1.0, 1.0, len(control) + len(arm))
-    mean_c, var_c = mean_variance(control)
-    mean_a, var_a = mean_variance(arm)
-    difference = mean_a - mean_c
+    control = control if isinstance(control, Moments) else Moments.of(control)
+    arm = arm if isinstance(arm, Moments) else Moments.of(arm)
+    (mean_c, var_c), (mean_a, var_a) = control.mean_variance(), arm.mean_variance()
+    difference, n = mean_a - mean_c, control.n + arm.n
+    if min(control.n, arm.n) < MIN_VISITORS:
+        return Interval(difference, -1.0, 1.0, n)
     half = halfwidth(var_c + var_a, alpha)
-    return Interval(difference, max(-1.0, difference - half), min(1.0, difference + half),
-                    len(control) + len(arm))
+    return Interval(difference, max(-1.0, difference - half), min(1.0, difference + half), n)
