@@ -65,7 +65,8 @@ def app_visitor(url: str, seed: int) -> bool:
 
 
 def visit(url: str, rng: random.Random) -> None:
-    client = Client(url, verbose=False, download_files=False, ssl_verify=False)
+    client = Client(url, verbose=False, download_files=False, ssl_verify=False,
+                    httpx_kwargs={"timeout": 120}, analytics_enabled=False)
     for turn in range(rng.randint(1, 3)):
         chatbot, *_ = client.predict(QUESTIONS[turn], "cautious", "offline", "", 0.0,
                                      api_name="/send")
