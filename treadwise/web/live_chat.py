@@ -128,6 +128,10 @@ class LiveChat:
             return
         experiment, arm = turn.arm
         try:
+            found = self.store.get(experiment)
+            if found is None or found["status"] != "running":
+                gr.Info("That experiment has ended: thank you, ratings are no longer needed.")
+                return
             if liked is True or liked is False:
                 self.store.record(experiment, visitor_key(session), arm, turn.id, "rating",
                                   1.0 if liked else -1.0)
@@ -151,7 +155,7 @@ class LiveChat:
             session.visitor = visitor
         found = self.arm(session)
         if found is None:
-            return gr.Chatbot(feedback_options=None), gr.Markdown(visible=False)
+            return gr.skip(), gr.skip()
         persona = found[1].persona
         note = (f"You are helping us compare assistants: your replies come from the "
                 f"**{persona}** persona, whatever the picker says. Rate replies with the "
