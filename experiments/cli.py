@@ -74,12 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a case key, or any part of one that only one case has")
     show.add_argument("--json", action="store_true", help="the transcript's JSON line")
 
-    compare = commands.add_parser("compare", help="compare run B against run A, paired case "
-                                  "by case")
+    compare = commands.add_parser("compare", help="compare run B against run A: cases paired "
+                                  "on scenario, repeat and every factor the runs share")
     compare.add_argument("run_a", type=Path, metavar="RUN_A")
     compare.add_argument("run_b", type=Path, metavar="RUN_B")
-    compare.add_argument("--out", type=Path, default=None,
-                         help="folder for comparison.md/.csv/.png (default: RUN_B/compare-A)")
+    compare.add_argument("--out", type=Path, default=Path("results"),
+                         help="folder that receives the comparison folder compare-A-vs-B "
+                         "(default: results)")
     from experiments.live.commands import add_parser as add_live
 
     add_live(commands)
@@ -145,10 +146,14 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from experiments.analyse.compare import compare_runs
+    from experiments.analyse.compare import NothingToPair, compare_runs
     from experiments.store import open_run
 
-    result = compare_runs(open_run(args.run_a), open_run(args.run_b), args.out)
+    try:
+        result = compare_runs(open_run(args.run_a), open_run(args.run_b), args.out)
+    except NothingToPair as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     print(result.report.read_text(encoding="utf-8").split("\n\n|", 1)[0].strip())
     print(result.report)
     return EXIT_OK

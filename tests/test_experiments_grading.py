@@ -65,7 +65,7 @@ def test_a_judge_over_loopback_scores_every_case_and_is_cached(tmp_path, monkeyp
                for r in rows)
     assert all(r["judge_cached"] == "True" for r in read_rows(again / RESULTS_FILE))
     text = write_report(run_dir, charts=False).read_text()
-    assert "| judge score (1-5) | cautious | 2 | 5.00 |" in text
+    assert "| judge score (1-5) | cautious | 2 | 2 | 5.00 | too few scenarios |" in text
 
 
 def test_a_judge_that_fails_leaves_the_case_intact(tmp_path, monkeypatch):

@@ -10,18 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from experiments.analyse.inference import RATE_METHOD, holm, level_mean, wilson
 from experiments.analyse.report import ReportError, write_report
-from experiments.analyse.stats import (
-    cluster_bootstrap,
-    holm,
-    mcnemar_exact,
-    mean_interval,
-    percentile,
-    wilson,
-)
-from experiments.analyse.tables import load_results, pairwise, summarise
+from experiments.analyse.tables import best_vs_rest, load_results, percentile, summarise
 from experiments.store import list_runs
 from experiments.store.folder import write_meta
 from experiments.store.results_file import COLUMNS, RESULTS_FILE, ResultsWriter, read_rows, repair
@@ -36,38 +30,27 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
     (1, 2, 0.094531, 0.905469),
 ])
 def test_wilson_matches_published_values(k, n, low, high):
-    assert wilson(k, n) == pytest.approx((low, high), abs=1e-6)
-    assert wilson(0, 0) == (0.0, 1.0)
-
-
-@pytest.mark.parametrize(("b", "c", "p"), [
-    (0, 0, 1.0), (1, 9, 0.021484375), (5, 0, 0.0625), (3, 3, 1.0), (2, 8, 0.109375)])
-def test_exact_mcnemar_known_values(b, c, p):
-    assert mcnemar_exact(b, c) == pytest.approx(p, abs=1e-12)
-    assert mcnemar_exact(c, b) == pytest.approx(p, abs=1e-12)
+    assert tuple(map(float, wilson(k / n, n))) == pytest.approx((low, high), abs=1e-6)
 
 
 def test_holm_known_values_and_percentiles():
-    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    assert holm([]) == []
+    assert holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([]).tolist() == []
     assert percentile([1, 2, 3, 4], 50) == 2.5 and math.isnan(percentile([], 50))
-    mean, low, high = mean_interval([2.0, 4.0, 6.0])
-    assert mean == 4.0 and low < 4.0 < high
 
 
-def test_cluster_bootstrap_resamples_scenarios_not_cases():
+def test_rates_count_scenarios_not_cases():
     # Five scenarios x ten repeats: three always pass, two always fail. Fifty cases look
     # precise to a binomial interval, but there are only five independent scenarios.
-    values = [1.0] * 30 + [0.0] * 20
-    clusters = [f"s{i // 10}" for i in range(50)]
-    first = cluster_bootstrap(values, clusters)
-    assert first == cluster_bootstrap(values, clusters)  # seeded: the same every time
-    assert first.value == pytest.approx(0.6)
-    naive_low, naive_high = wilson(30, 50)
-    assert first.high - first.low > 1.5 * (naive_high - naive_low)
-    everyone = cluster_bootstrap([1.0] * 34, [i // 2 for i in range(34)])
+    cases = pd.DataFrame({"scenario": [f"s{i // 10}" for i in range(50)],
+                          "success": [1.0] * 30 + [0.0] * 20})
+    found = level_mean(cases)
+    assert found.value == pytest.approx(0.6) and found.method == RATE_METHOD
+    naive_low, naive_high = wilson(0.6, 50)
+    assert found.high - found.low > 1.5 * (naive_high - naive_low)
+    everyone = level_mean(pd.DataFrame({"scenario": [i // 2 for i in range(34)],
+                                        "success": [1.0] * 34}))
     assert everyone.value == 1.0 and everyone.low < 0.85  # 17 scenarios, not certainty
-    assert "17 clusters" in everyone.method
 
 
 def row(**values) -> dict:
@@ -121,9 +104,10 @@ def test_rates_count_ok_against_failed_and_show_errors_beside(tmp_path):
     synthetic_run(tmp_path, configs=[("friendly", 0.0, "aaaa", {0}, {1, 2, 3, 4}),
                                      ("technical", 0.0, "bbbb", {0})])
     summary = summarise(load_results(tmp_path)).set_index("config_hash")
-    # Four provider errors are not four failures: 5 of 6 judged cases passed.
+    # Four provider errors are not four failures: 5 of 6 judged cases passed, and the rate is
+    # the mean of the scenarios' rates (s0 passed 1 of 2, s1-s4 their one answered case).
     assert summary.loc["aaaa", "n"] == 6 and summary.loc["aaaa", "errors"] == 4
-    assert summary.loc["aaaa", "success_rate"] == pytest.approx(5 / 6)
+    assert summary.loc["aaaa", "success_rate"] == pytest.approx(0.9)
     assert summary.loc["bbbb", "success_rate"] == pytest.approx(0.9)
     text = write_report(tmp_path, charts=False).read_text()
     assert "4 errored (provider or harness failures" in text
@@ -148,23 +132,23 @@ def test_ties_are_reported_as_ties_not_picked_by_latency(tmp_path):
     assert "Best configuration: a tie.** 3 configurations share the top" in text
     assert "None is picked over the others" in text
     assert "fastest" not in text
-    assert "not significantly worse" in text  # 8/10 cannot be told apart from 10/10
+    # 8/10 cannot be told apart from 10/10 over five scenarios.
+    assert "the data cannot rank it above the other 1" in text
 
 
-def test_pairwise_comparisons_are_every_pair_holm_corrected(tmp_path):
+def test_the_best_is_compared_with_the_rest_allowing_for_picking_it(tmp_path):
     synthetic_run(tmp_path)
     df = load_results(tmp_path)
-    pairs = pairwise(df, summarise(df)).set_index(["first_hash", "second_hash"])
-    assert len(pairs) == 3
-    a_vs_c = pairs.loc[("aaaa", "cccc")]
-    assert (a_vs_c["first_only"], a_vs_c["second_only"]) == (10, 0)
-    assert a_vs_c["p_value"] == pytest.approx(2 / 2 ** 10)
-    assert a_vs_c["p_holm"] == pytest.approx(3 * 2 / 2 ** 10) and a_vs_c["significant"]
-    a_vs_b = pairs.loc[("aaaa", "bbbb")]
-    assert a_vs_b["p_value"] == pytest.approx(0.0625) and not a_vs_b["significant"]
+    table = best_vs_rest(df, summarise(df)).set_index("other")
+    assert len(table) == 2 and set(table["best"]) == {"friendly / offline (rule-based, not an "
+                                                      "LLM) / T=0 / baseline"}
+    always, half = table.iloc[1], table.iloc[0]  # C fails everything, B half its cases
+    assert always["effect"] == 1.0 and always["significant"]
+    assert half["effect"] == 0.5 and 0 < half["ci_low"] < 0.5 < half["ci_high"] <= 1
+    assert half["p_adjusted"] > half["p_value"]  # picking the best from three costs something
     text = write_report(tmp_path, charts=False).read_text()
-    assert "1 of 3 pairs differ at the 5% level" in text
-    assert (tmp_path / "pairwise.csv").exists()
+    assert "It beats every other configuration (adjusted for picking the best)" in text
+    assert (tmp_path / "best_vs_rest.csv").exists()
 
 
 def valid_png(path: Path) -> bool:
@@ -190,16 +174,17 @@ def test_report_writes_tables_charts_with_captions_and_markdown(tmp_path, priced
         # Every chart is followed by its one-line caption in italics.
         assert re.search(rf"\]\(charts/{re.escape(chart.name)}\)\n\n\*[A-Z][^\n]+\*\n", text)
     assert "could not be drawn" not in text
-    assert "offline (rule-based, not an LLM)" in text and "cluster-bootstrap" in text
+    assert "offline (rule-based, not an LLM)" in text and "Wilson's with n = the scenarios" in text
     assert "Best configuration:** friendly" in text
-    assert "**temperature**: 100.0 points" in text
-    assert "hedging words (p = " in text  # the cautious persona hedges, the others do not
+    # Each persona ran at its own temperature: the report will not pretend to separate them.
+    assert "persona, temperature changed together in this grid" in text
+    assert "The unit is the scenario: 5 scenarios x 3 configuration(s)" in text
     with (tmp_path / "summary.csv").open() as handle:
         cells = list(csv.DictReader(handle))
     assert len(cells) == 3
     assert {"n", "errors", "success_rate", "ci_low", "ci_high", "latency_per_call_p50_s",
             "ttft_p50_s", "mean_http_attempts", "usage_missing", "cache_hits"} <= set(cells[0])
-    for name in ("effects.csv", "style.csv"):
+    for name in ("effects.csv", "style.csv", "best_vs_rest.csv"):
         assert (tmp_path / name).exists()
 
 

@@ -297,7 +297,8 @@ def test_a_model_that_only_fails_gives_error_rows_and_the_sweep_completes(tmp_pa
     report = (run_dir / "report.md").read_text()
     assert "provider_error x2" in report
     # The broken model's errors are not failures: no success rate is made up for it.
-    assert "| friendly / openai:broken-model / T=0 / baseline | 0 | 2 | n/a |" in report
+    assert ("| friendly / openai:broken-model / T=0 / baseline | 0 | 0 | 2 | n/a | n/a | n/a | "
+            "n/a |") in report
 
 
 def test_a_hanging_provider_times_out_per_call(tmp_path, monkeypatch):

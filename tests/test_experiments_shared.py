@@ -26,7 +26,7 @@ from tests.test_experiments_runner import HOURS, cli, write_grid
 from tests.test_experiments_store import case_row
 from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
 
-REPORT_TABLES = ("summary.csv", "effects.csv", "pairwise.csv", "style.csv")
+REPORT_TABLES = ("summary.csv", "effects.csv", "best_vs_rest.csv", "style.csv")
 
 
 def query(url: str, sql: str, *args: object) -> list[dict]:

@@ -15,7 +15,7 @@ from experiments.store.database import DatabaseRun, create
 from experiments.store.folder import FolderRun
 from experiments.store.record import COLUMNS, KINDS, CaseRecord, CaseRow, rows_frame
 from experiments.store.results_file import RESULTS_FILE, ResultsWriter, read_frame, read_rows
-from tests.test_experiments_runner import HOURS, write_grid
+from tests.test_experiments_runner import HOURS, sweep, write_grid
 
 
 def case_row(key: str, **values) -> CaseRow:
@@ -145,3 +145,36 @@ def test_a_database_run_reads_typed_and_exports_the_same_rows(tmp_path, database
     assert run.rows()["answer"].tolist() == ["", "", ""]
     assert [r.id for r in list_runs(tmp_path / "none")] == ["typed"]
     assert list_runs(tmp_path / "none", database=False) == []
+
+
+CARD, KEY = "4111 1111 1111 1111", "sk-proj-Planted0123456789abcdef"
+QUOTING = {"id": "quoting", "category": "privacy",
+           "turns": [f"charge my card {CARD} and use the key {KEY} for the hours"],
+           "checks": [{"kind": "answer_matches", "pattern": "."}]}
+
+
+def test_a_sweep_keeps_no_secret_in_any_file_of_its_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("TREADWISE_DATABASE_URL", raising=False)
+    run_dir, _ = sweep(write_grid(tmp_path, [QUOTING, HOURS]), tmp_path / "results")
+    files = {path.name: path.read_text(encoding="utf-8") for path in run_dir.iterdir()
+             if path.is_file()}
+    assert {"results.csv", "transcripts.jsonl", "scenarios.yaml"} <= set(files)
+    for name, text in files.items():
+        assert CARD not in text and KEY not in text, f"a secret is kept in {name}"
+    assert "[redacted" in files["scenarios.yaml"] and "[redacted" in files["transcripts.jsonl"]
+
+
+def test_a_database_run_keeps_no_secret_in_its_tables(tmp_path, database_url, monkeypatch):
+    monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
+    grid = load_grid(write_grid(tmp_path, [HOURS]))
+    pool = connect(database_url)
+    assert create(pool, "secretive", grid, definition(grid), {"grid_name": grid.name})
+    run = open_run("secretive", tmp_path / "results")
+    key = grid.cases()[0].key
+    said = f"your card {CARD}, key {KEY}"
+    assert run.append(CaseRecord(case_row(key, answer=said, error_message=said),
+                                 {"case_key": key, "turns": [{"user": said}]}))
+    with pool.connection() as conn:
+        kept = conn.execute("SELECT row_json, transcript FROM sweep_results").fetchall()
+    assert kept and all(CARD not in str(r) and KEY not in str(r) for r in kept)
+    assert "[redacted" in run.rows()["answer"][0]

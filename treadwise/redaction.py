@@ -31,6 +31,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 REDACTED = "[redacted]"
 CARD = "[redacted card number]"
@@ -254,3 +255,14 @@ def redact(text: str) -> str:
     for shape in SHAPES:
         text = shape.remove(text)
     return text
+
+
+def redact_tree(value: Any) -> Any:
+    """`value` (JSON-like: dicts, lists, strings, numbers) with every string redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: redact_tree(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_tree(item) for item in value]
+    return value

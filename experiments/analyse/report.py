@@ -1,4 +1,4 @@
-"""A run's report from its rows alone: summary.csv, effects.csv, pairwise.csv, style.csv,
+"""A run's report from its rows alone: summary.csv, effects.csv, best_vs_rest.csv, style.csv,
 charts/ and report.md, which says plainly what the data can and cannot tell apart."""
 
 from __future__ import annotations
@@ -7,20 +7,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-from experiments.analyse.stats import BOOTSTRAP, SEED
+from experiments.analyse import findings
 from experiments.analyse.tables import (
     ReportError,
     as_run,
+    best_vs_rest,
     check_failures,
     factor_effects,
     load_results,
     model_label,
-    pairwise,
-    persona_style,
     scenario_rates,
     strategy_comparison,
     summarise,
-    top_group,
 )
 from experiments.store import RunStore
 from experiments.store.folder import run_status
@@ -30,7 +28,7 @@ __all__ = ["ReportError", "load_results", "model_label", "summarise", "write_rep
 
 SUMMARY_FILE = "summary.csv"
 EFFECTS_FILE = "effects.csv"
-PAIRWISE_FILE = "pairwise.csv"
+BEST_FILE = "best_vs_rest.csv"
 STYLE_FILE = "style.csv"
 CHARTS_DIR = "charts"
 
@@ -47,7 +45,24 @@ def money(value: float) -> str:
 
 
 def interval(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    if math.isnan(row[low]):
+        return "n/a" if row.get("scenarios", 1) == 0 else "too few scenarios"
     return f"{pct(row[low])}-{pct(row[high])}"
+
+
+def number(value: float, spec: str = ".3f") -> str:
+    return "n/a" if value is None or math.isnan(value) else format(value, spec)
+
+
+def points(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value * 100:+.0f} pts"
+
+
+def span(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    """An interval of differences in points, or why there is none."""
+    if math.isnan(row[low]):
+        return row.get("note") or "no interval"
+    return f"{points(row[low])} to {points(row[high])}"
 
 
 def table(frame: Any, columns: dict[str, Any]) -> str:
@@ -64,56 +79,54 @@ def _level(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _largest_effects(effects: Any) -> list[str]:
-    spreads = []
-    rated = effects[(effects["levels"] > 1) & ~effects["success_rate"].isna()]
-    for factor, group in rated.groupby("factor"):
-        best = group.loc[group["success_rate"].idxmax()]
-        worst = group.loc[group["success_rate"].idxmin()]
-        spreads.append((best["success_rate"] - worst["success_rate"], factor, best, worst))
-    spreads.sort(key=lambda s: s[0], reverse=True)
-    return [f"**{factor}**: no difference between its levels" if spread == 0 else
-            f"**{factor}**: {spread * 100:.1f} points between {_level(best['level'])} "
-            f"({pct(best['success_rate'])}) and {_level(worst['level'])} "
-            f"({pct(worst['success_rate'])})"
-            for spread, factor, best, worst in spreads]
+def _effect_text(row: Any) -> str:
+    return (f"{_level(row['level'])} vs {_level(row['reference'])} {points(row['effect'])} "
+            f"(95% CI {span(row)}, {row['scenarios']} scenarios)")
 
 
-def _best_line(top: dict[str, Any]) -> str:
-    if not top.get("tied"):
+def _effects_line(effects: Any) -> str:
+    if effects.empty:
+        return "- **Factor effects:** no factor varied."
+    found = effects[effects["significant"]]
+    tangled = effects[effects["note"].str.startswith("not separable")]["factor"].unique()
+    text = ""
+    if len(tangled):
+        text = (f" {', '.join(tangled)} changed together in this grid, so their effects "
+                "cannot be told apart.")
+    if found.empty:
+        return ("- **Factor effects:** no level of any factor differs from its factor's first "
+                "level at the 5% level (Holm within each factor); see the table for intervals."
+                + text)
+    return ("- **Factor effects (adjusted for the other factors, Holm within each factor):** "
+            + "; ".join(f"**{r['factor']}** {_effect_text(r)}" for _, r in found.iterrows())
+            + ". Every other level's difference may be chance." + text)
+
+
+def _best_line(summary: Any, winner: Any) -> str:
+    rated = summary[~summary["success_rate"].isna()]
+    if rated.empty:
         return "- **Best configuration:** none (every case errored)."
-    best, tied, indistinct = top["best"], top["tied"], top["indistinct"]
-    errored = f", {best['errors']} errored" if best["errors"] else ""
+    best = rated.iloc[0]
+    tied = rated[rated["success_rate"] == best["success_rate"]]["label"].tolist()
+    facts = (f"{pct(best['success_rate'])} (95% CI {interval(best)}, {best['scenarios']} "
+             f"scenarios, {best['n']} cases" + (f", {best['errors']} errored" if best["errors"]
+                                                 else "") + ")")
     if len(tied) > 1:
         text = (f"- **Best configuration: a tie.** {len(tied)} configurations share the top "
-                f"success rate, {pct(best['success_rate'])} (the first listed: 95% CI "
-                f"{interval(best)}, n={best['n']}{errored}): {', '.join(tied[:12])}"
-                f"{' ...' if len(tied) > 12 else ''}. None is picked over the others.")
+                f"success rate, {facts.replace(' (95%', ' (the first listed: 95%', 1)}: "
+                f"{', '.join(tied[:12])}{' ...' if len(tied) > 12 else ''}. None is picked "
+                "over the others.")
     else:
-        text = (f"- **Best configuration:** {tied[0]}: {pct(best['success_rate'])} (95% CI "
-                f"{interval(best)}, n={best['n']}{errored}).")
-    if indistinct:
-        text += (f" A further {len(indistinct)} configuration(s) are not significantly worse "
-                 "after Holm's correction, so the data cannot rank them below it.")
-    return text
-
-
-def _pairwise_line(pairs: Any) -> str:
-    if pairs.empty:
-        return "- **Pairwise comparisons:** only one configuration."
-    significant = pairs[pairs["significant"]]
-    return (f"- **Pairwise comparisons (exact McNemar on paired cases, Holm-corrected):** "
-            f"{len(significant)} of {len(pairs)} pairs differ at the 5% level"
-            + (": " + "; ".join(_pair_text(r) for _, r in significant.head(3).iterrows())
-               + "." if len(significant) else "; every other difference may be chance."))
-
-
-def _pair_text(row: Any) -> str:
-    winner, loser = (row["first"], row["second"]) if row["first_only"] >= row["second_only"] \
-        else (row["second"], row["first"])
-    return (f"{winner} beats {loser} ({max(row['first_only'], row['second_only'])} vs "
-            f"{min(row['first_only'], row['second_only'])} discordant, p_holm = "
-            f"{row['p_holm']:.3g})")
+        text = f"- **Best configuration:** {tied[0]}: {facts}."
+    others = winner[~winner["other"].isin(tied)] if len(winner) else winner
+    if others.empty:
+        return text
+    beaten = int(others["significant"].sum())
+    if beaten == len(others):
+        return text + " It beats every other configuration (adjusted for picking the best)."
+    return text + (f" It beats {beaten} of the {len(others)} others; the data cannot rank it "
+                   f"above the other {len(others) - beaten} (each comparison allows for the "
+                   "best having been picked from the same data).")
 
 
 def _counts_line(df: Any) -> str:
@@ -143,20 +156,19 @@ def _timing_line(df: Any) -> str:
 def _style_line(style: Any) -> str | None:
     if style.empty:
         return None
-    differing = style[style["kruskal_p"] < 0.05].drop_duplicates("measure")
+    differing = style[style["significant"]]
     if differing.empty:
-        return ("- **Persona style:** no style measure differs significantly between personas "
-                "(Kruskal-Wallis, 5%).")
-    return ("- **Persona style:** personas differ (Kruskal-Wallis, 5%) in "
-            + ", ".join(f"{r.measure} (p = {r.kruskal_p:.2g})" for r in differing.itertuples())
-            + "; see the persona style table.")
+        return ("- **Persona style:** no persona differs from the first in any style measure "
+                "(on scenario means, Holm within each measure).")
+    return ("- **Persona style (on scenario means, Holm within each measure):** "
+            + "; ".join(f"{r.measure}: {r.persona} vs {r.vs} {r.effect:+.2f} "
+                        f"({r.effect_low:+.2f} to {r.effect_high:+.2f})"
+                        for r in differing.itertuples()) + ".")
 
 
-def _summary_lines(df: Any, summary: Any, effects: Any, pairs: Any, style: Any,
+def _summary_lines(df: Any, summary: Any, effects: Any, winner: Any, style: Any,
                    scenarios: Any, checks: Any) -> list[str]:
-    lines = [_counts_line(df), _best_line(top_group(summary, pairs)), _pairwise_line(pairs)]
-    if effects_text := _largest_effects(effects):
-        lines.append("- **Largest effects (pooled success):** " + "; ".join(effects_text) + ".")
+    lines = [_counts_line(df), _best_line(summary, winner), _effects_line(effects)]
     worst = scenarios[scenarios["success_rate"] < 1].head(3)
     if len(worst):
         lines.append("- **Failed most (scenarios):** " + ", ".join(
@@ -204,12 +216,19 @@ def _notes(run_dir: Path, df: Any, meta: dict[str, Any]) -> list[str]:
 
 
 def _configurations(summary: Any) -> list[str]:
+    outcomes = {f"{name} (95% CI)": (lambda r, c=column: f"{pct(r[f'{c}_rate'])} ("
+                                     f"{interval(r, f'{c}_low', f'{c}_high')})")
+                for column, name in findings.OUTCOMES.items()
+                if column != "success" and f"{column}_rate" in summary}
     return ["## Configurations", "", f"All of them are in `{SUMMARY_FILE}`; the first 12 in "
-            "order of success (equal rates in name order):", "", table(summary.head(12), {
-                "configuration": "label", "n": "n", "errors": "errors",
-                "success": lambda r: pct(r["success_rate"]), "95% CI": interval,
-                "latency/call p50 (s)": lambda r: f"{r['latency_per_call_p50_s']:.3f}",
-                "first token p50 (s)": lambda r: f"{r['ttft_p50_s']:.3f}",
+            "order of success (equal rates in name order). A rate is the mean of the "
+            "configuration's scenario rates; its 95% interval is Wilson's with n = the "
+            "scenarios, not the cases.", "", table(summary.head(12), {
+                "configuration": "label", "scenarios": "scenarios", "cases": "n",
+                "errors": "errors", "success": lambda r: pct(r["success_rate"]),
+                "95% CI": interval, **outcomes,
+                "latency/call p50 (s)": lambda r: number(r["latency_per_call_p50_s"]),
+                "first token p50 (s)": lambda r: number(r["ttft_p50_s"]),
                 "HTTP requests/case": lambda r: f"{r['mean_http_attempts']:.1f}",
                 "tokens in/out": lambda r: f"{r['mean_input_tokens']:.0f} / "
                                            f"{r['mean_output_tokens']:.0f}",
@@ -217,36 +236,50 @@ def _configurations(summary: Any) -> list[str]:
 
 
 def _effects(effects: Any) -> list[str]:
-    return ["## Factor effects", "", "Success pooled over the other factors; the gap is to the "
-            "factor's best level.", "", table(effects, {
-                "factor": "factor", "level": lambda r: _level(r["level"]), "n": "n",
-                "errors": "errors", "success": lambda r: pct(r["success_rate"]),
-                "95% CI": interval,
-                "vs. best": lambda r: f"{r['diff_vs_best'] * 100:+.1f} pts"})]
+    if effects.empty:
+        return []
+    return ["## Factor effects", "", "Each level against its factor's first level, matched on "
+            "scenario, repeat and the other factors (so adjusted for them) over the cases every "
+            "level answered; one difference per scenario, t-interval with scenarios - 1 degrees "
+            "of freedom, p-values Holm-corrected within the factor. 'Detectable' is the "
+            "smallest difference this grid finds with 80% power.", "", table(effects, {
+                "factor": "factor", "level": lambda r: _level(r["level"]),
+                "vs": lambda r: _level(r["reference"]), "difference": lambda r: points(
+                    r["effect"]), "95% CI": span,
+                "p (Holm)": lambda r: _p(r["p_holm"] if r["scenarios"] else math.nan),
+                "scenarios": "scenarios", "detectable": lambda r: points(r["mdd"]).lstrip("+"),
+                "left out (errors)": "left_out"})]
 
 
-def _pairwise(pairs: Any) -> list[str]:
-    significant = pairs[pairs["significant"]]
-    lines = ["## Pairwise comparisons", "", f"All {len(pairs)} pairs are in `{PAIRWISE_FILE}` "
-             "(exact McNemar over the cases both ran, Holm-corrected for all of them)."]
-    if len(significant):
-        lines += ["", table(significant.head(20), {
-            "first": "first", "second": "second", "paired cases": "pairs",
-            "only first passed": "first_only", "only second passed": "second_only",
-            "p": lambda r: f"{r['p_value']:.3g}", "p (Holm)": lambda r: f"{r['p_holm']:.3g}"})]
-    return lines
+def _p(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.3g}"
+
+
+def _best_vs_rest(winner: Any) -> list[str]:
+    if winner.empty:
+        return []
+    return ["## Best against the rest", "", f"The best configuration against each other one "
+            f"(all in `{BEST_FILE}`), paired on scenario and repeat. The best is picked from "
+            "the same data, so intervals and p-values allow for picking it among "
+            f"{len(winner) + 1} (studentized range).", "", table(winner.head(20), {
+                "best": "best", "other": "other", "difference": lambda r: points(r["effect"]),
+                "95% CI": span, "p (adjusted)": lambda r: _p(r["p_adjusted"]),
+                "scenarios": "scenarios"})]
 
 
 def _style(style: Any) -> list[str]:
     if style.empty:
         return []
-    return ["## Persona style", "", "Per case, over every answer: deterministic measures (and "
-            "the judge's score when the grid names a judge), by persona, with Kruskal-Wallis "
-            "p-values across personas.", "", table(style, {
-                "measure": "measure", "persona": "persona", "n": "n",
-                "mean": lambda r: f"{r['mean']:.2f}",
-                "95% CI": lambda r: f"{r['ci_low']:.2f}-{r['ci_high']:.2f}",
-                "p (across personas)": lambda r: f"{r['kruskal_p']:.2g}"})]
+    return ["## Persona style", "", "Each measure (and the judge's score when the grid names a "
+            "judge) by persona on scenario means: a mean with its 95% interval over scenarios, "
+            "and each persona against the first, matched on scenario and the other factors "
+            "(Holm within the measure).", "", table(style, {
+                "measure": "measure", "persona": "persona", "cases": "cases",
+                "scenarios": "scenarios", "mean": lambda r: f"{r['mean']:.2f}",
+                "95% CI": lambda r: "too few scenarios" if math.isnan(r["ci_low"]) else
+                f"{r['ci_low']:.2f}-{r['ci_high']:.2f}",
+                "vs first": lambda r: "" if not r["vs"] else
+                f"{r['effect']:+.2f} ({_p(r['p_holm'])})"})]
 
 
 def _strategies(strategies: Any) -> list[str]:
@@ -254,11 +287,12 @@ def _strategies(strategies: Any) -> list[str]:
         return []
     return ["## Strategies", "", "Each way of thinking pooled over the other factors: success, "
             "and the model calls it spends per user turn (each strategy has its own budget), "
-            "both with scenario-clustered 95% intervals.", "", table(strategies, {
+            "both with 95% intervals over scenarios.", "", table(strategies, {
                 "strategy": "strategy", "n": "n", "errors": "errors",
                 "success": lambda r: pct(r["success_rate"]), "95% CI": interval,
                 "model calls per turn": lambda r: f"{r['calls_per_turn']:.2f}",
-                "95% CI (calls)": lambda r: f"{r['calls_low']:.2f}-{r['calls_high']:.2f}",
+                "95% CI (calls)": lambda r: "too few scenarios" if math.isnan(r["calls_low"])
+                else f"{r['calls_low']:.2f}-{r['calls_high']:.2f}",
                 "most in one case": lambda r: f"{r['most_calls']:.1f}"})]
 
 
@@ -287,25 +321,27 @@ def write_report(run: RunStore | Path, *, charts: bool = True) -> Path:
     df, meta, run_dir = load_results(run), run.meta(), run.folder
     run_dir.mkdir(parents=True, exist_ok=True)
     summary, effects = summarise(df), factor_effects(df)
-    pairs, style = pairwise(df, summary), persona_style(df)
+    winner, style = best_vs_rest(df, summary), findings.style_table(df)
     scenarios, checks = scenario_rates(df), check_failures(df)
     for frame, name in ((summary, SUMMARY_FILE), (effects, EFFECTS_FILE),
-                        (pairs, PAIRWISE_FILE), (style, STYLE_FILE)):
+                        (winner, BEST_FILE), (style, STYLE_FILE)):
         frame.to_csv(run_dir / name, index=False, float_format="%.6g")
     drawn = write_charts(df, summary, run_dir / CHARTS_DIR) if charts else []
+    labels = dict(zip(summary["config_hash"], summary["label"], strict=True))
     parts = [f"# Sweep report: {run.name}", "",
              f"Grid `{meta.get('grid_name', '?')}`; package {df['package_version'].iloc[0]}, "
              f"commit `{df['git_commit'].iloc[0][:12]}`. Everything below is computed from "
              f"{run.source}. Success counts ok against failed cases; errored cases are "
-             "left out and counted beside. Intervals are 95% cluster-bootstrap intervals that "
-             f"resample scenarios, not cases ({BOOTSTRAP} resamples, seed {SEED}).", "",
-             "## Summary", "",
-             *_summary_lines(df, summary, effects, pairs, style, scenarios, checks)]
+             "left out and counted beside.", "", "## What this grid can show", "",
+             *(f"- {line}" for line in [*findings.design_lines(df, effects, winner),
+                                        *findings.error_lines(df, labels)]),
+             "", "## Summary", "",
+             *_summary_lines(df, summary, effects, winner, style, scenarios, checks)]
     if notes := _notes(run_dir, df, meta):
         parts += ["", "## Notes", "", *(f"- {n}" for n in notes)]
     for section in (_configurations(summary), _effects(effects),
-                    _strategies(strategy_comparison(df)), _pairwise(pairs), _style(style),
-                    _failures(scenarios, checks)):
+                    _strategies(strategy_comparison(df)), _best_vs_rest(winner),
+                    _style(style), _failures(scenarios, checks)):
         if section:
             parts += ["", *section]
     parts += ["", "## Charts", ""] + ([] if charts else ["(Not drawn this time.)"])

@@ -1,31 +1,20 @@
-"""Tables computed from a run's rows alone: per configuration, per factor, pairwise, per persona.
+"""Tables computed from a run's rows alone: per configuration, per factor, per scenario.
 
 Success rates count ok against failed cases; errored cases (the provider or harness failed)
-say nothing about a configuration, so they are left out and counted beside the rate.
+say nothing about a configuration, so they are left out and counted beside the rate. Every
+interval counts scenarios, not cases (experiments/analyse/inference.py).
 """
 
 from __future__ import annotations
 
 import math
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from experiments.analyse.stats import (
-    ALPHA,
-    cluster_bootstrap,
-    holm,
-    kruskal,
-    mcnemar_exact,
-    percentile,
-)
+from experiments.analyse import findings, inference
 from experiments.store import NoResults, RunStore, open_run
 
 CELL = ["persona", "model_spec", "temperature", "variation", "strategy"]
-FACTOR_COLUMNS = {"persona": "persona", "model": "model_label", "temperature": "temperature",
-                  "variation": "variation", "strategy": "strategy"}
-STYLE = {"response_words": "words", "hedges": "hedging words", "questions": "questions asked",
-         "numbers": "numbers given", "units": "numbers with units"}
 
 
 # A run with no finished case yet cannot be reported on.
@@ -65,14 +54,30 @@ def cell_name(row: Any) -> str:
     return name if row.get("strategy", "react") == "react" else f"{name} / {row['strategy']}"
 
 
+def percentile(values: Any, q: float) -> float:
+    """The q-th percentile (0-100), numpy's linear interpolation; NaN if empty."""
+    import numpy as np
+
+    data = [v for v in values if not math.isnan(v)]
+    return float(np.percentile(data, q)) if data else math.nan
+
+
 def rate(group: Any) -> dict[str, Any]:
-    """Success among judged cases, its scenario-clustered interval, and the errors beside."""
+    """Success among judged cases (the mean of its scenarios' rates) with its interval over
+    scenarios, the errors beside, and the same for capability and safety when recorded."""
     judged = group[group["judged"]]
-    estimate = cluster_bootstrap(judged["success"].astype(float).tolist(),
-                                 judged["scenario"].tolist())
-    return {"n": len(judged), "successes": int(judged["success"].sum()),
-            "errors": int((~group["judged"]).sum()), "success_rate": estimate.value,
-            "ci_low": estimate.low, "ci_high": estimate.high, "ci_method": estimate.method}
+    found = inference.level_mean(findings.values(group, "success"), "value")
+    row = {"n": len(judged), "scenarios": found.scenarios,
+           "successes": int(judged["success"].sum()), "errors": int((~group["judged"]).sum()),
+           "judge_errors": int(group["status"].eq(findings.JUDGE_ERROR).sum()),
+           "success_rate": found.value, "ci_low": found.low, "ci_high": found.high,
+           "ci_method": found.method}
+    for column in findings.OUTCOMES:
+        if column != "success" and column in group:
+            other = inference.level_mean(findings.values(group, column), "value")
+            row |= {f"{column}_rate": other.value, f"{column}_low": other.low,
+                    f"{column}_high": other.high}
+    return row
 
 
 def _mean(series: Any) -> float:
@@ -117,18 +122,14 @@ def summarise(df: Any) -> Any:
 
 
 def factor_effects(df: Any) -> Any:
-    """Success by level of each factor, pooled over the others, with the gap to the best level."""
-    import pandas as pd
+    """Each varied factor's levels against its first (findings.effect_table)."""
+    return findings.effect_table(df)
 
-    rows = []
-    for factor, column in FACTOR_COLUMNS.items():
-        levels = [(level, rate(g)) for level, g in df.groupby(column, sort=True)]
-        best = max((r["success_rate"] for _, r in levels if not math.isnan(r["success_rate"])),
-                   default=math.nan)
-        for level, found in levels:
-            rows.append({"factor": factor, "level": level, **found,
-                         "diff_vs_best": found["success_rate"] - best, "levels": len(levels)})
-    return pd.DataFrame(rows)
+
+def best_vs_rest(df: Any, summary: Any) -> Any:
+    """The best configuration against each other one (findings.winner_table)."""
+    return findings.winner_table(df, dict(zip(summary["config_hash"], summary["label"],
+                                              strict=True)))
 
 
 def calls_per_turn(row: Any) -> float:
@@ -142,74 +143,19 @@ def calls_per_turn(row: Any) -> float:
 
 
 def strategy_comparison(df: Any) -> Any:
-    """Per strategy, pooled over the other factors: success with its scenario-clustered
-    interval, and model calls per user turn (what a way of thinking costs) with theirs."""
+    """Per strategy, pooled over the other factors: success and model calls per user turn
+    (what a way of thinking costs), each with its interval over scenarios."""
     import pandas as pd
 
     rows = []
     for name, group in df.groupby("strategy", sort=True):
         judged = group[group["judged"]]
-        pairs = [(calls_per_turn(r), r.scenario) for r in judged.itertuples()]
-        pairs = [(v, s) for v, s in pairs if not math.isnan(v)]
-        calls = cluster_bootstrap([v for v, _ in pairs], [s for _, s in pairs],
-                                  proportion=False)
-        rows.append({"strategy": name, **rate(group), "calls_per_turn": calls.value,
-                     "calls_low": calls.low, "calls_high": calls.high,
-                     "most_calls": max((v for v, _ in pairs), default=math.nan)})
+        calls = judged.assign(value=[calls_per_turn(r) for r in judged.itertuples()])
+        found = inference.level_mean(calls, "value", bounds=None)
+        rows.append({"strategy": name, **rate(group), "calls_per_turn": found.value,
+                     "calls_low": found.low, "calls_high": found.high,
+                     "most_calls": calls["value"].max() if len(calls) else math.nan})
     return pd.DataFrame(rows)
-
-
-def outcomes(df: Any) -> dict[str, dict[tuple[str, int], bool]]:
-    """config hash -> {(scenario, repeat): passed} over judged cases."""
-    found: dict[str, dict[tuple[str, int], bool]] = {}
-    judged = df[df["judged"]]
-    for config, scenario, repeat, success in zip(judged["config_hash"], judged["scenario"],
-                                                 judged["repeat"], judged["success"],
-                                                 strict=True):
-        found.setdefault(config, {})[(scenario, int(repeat))] = bool(success)
-    return found
-
-
-def mcnemar_pair(a: dict[Any, bool], b: dict[Any, bool]) -> dict[str, Any]:
-    """Exact McNemar over the cases both configurations ran."""
-    pairs = sorted(set(a) & set(b))
-    first_only = sum(1 for p in pairs if a[p] and not b[p])
-    second_only = sum(1 for p in pairs if b[p] and not a[p])
-    return {"pairs": len(pairs), "first_only": first_only, "second_only": second_only,
-            "p_value": mcnemar_exact(first_only, second_only)}
-
-
-def pairwise(df: Any, summary: Any) -> Any:
-    """Every pair of configurations compared on paired cases, p-values Holm-corrected."""
-    import pandas as pd
-
-    found = outcomes(df)
-    names = dict(zip(summary["config_hash"], summary["label"], strict=True))
-    order = [h for h in summary["config_hash"] if h in found]
-    rows = [{"first": names[a], "second": names[b], "first_hash": a, "second_hash": b,
-             **mcnemar_pair(found[a], found[b])} for a, b in combinations(order, 2)]
-    table = pd.DataFrame(rows, columns=["first", "second", "first_hash", "second_hash",
-                                        "pairs", "first_only", "second_only", "p_value"])
-    table["p_holm"] = holm(table["p_value"].tolist())
-    table["significant"] = table["p_holm"] < ALPHA
-    return table
-
-
-def top_group(summary: Any, pairs: Any) -> dict[str, Any]:
-    """The configurations tied at the top rate, and those the data cannot tell from the top."""
-    rated = summary[~summary["success_rate"].isna()]
-    if rated.empty:
-        return {"tied": [], "indistinct": []}
-    best = rated.iloc[0]
-    tied = rated[rated["success_rate"] == best["success_rate"]]["label"].tolist()
-    against = pairs[(pairs["first_hash"] == best["config_hash"])
-                    | (pairs["second_hash"] == best["config_hash"])]
-    indistinct = []
-    for _, row in against.iterrows():
-        other = row["second"] if row["first_hash"] == best["config_hash"] else row["first"]
-        if not row["significant"] and other not in tied:
-            indistinct.append(other)
-    return {"best": best, "tied": tied, "indistinct": indistinct}
 
 
 def scenario_rates(df: Any) -> Any:
@@ -249,26 +195,3 @@ def check_failures(df: Any) -> Any:
         return pd.DataFrame(columns=columns)
     return pd.DataFrame(table)[columns].sort_values(["pass_rate", "scenario"]).reset_index(
         drop=True)
-
-
-def persona_style(df: Any) -> Any:
-    """Each style measure (and the judge's score) by persona: mean, scenario-clustered interval,
-    and a Kruskal-Wallis p-value across personas."""
-    import pandas as pd
-
-    judged = df[df["judged"]]
-    measures = {**STYLE, "judge_score": "judge score (1-5)"}
-    rows = []
-    for column, name in measures.items():
-        if column not in judged or judged[column].dropna().empty:
-            continue
-        groups = {p: g.dropna(subset=[column]) for p, g in judged.groupby("persona")}
-        p_value = kruskal([g[column].tolist() for g in groups.values()])
-        for persona, group in groups.items():
-            estimate = cluster_bootstrap(group[column].tolist(), group["scenario"].tolist(),
-                                         proportion=False)
-            rows.append({"measure": name, "column": column, "persona": persona,
-                         "n": len(group), "mean": estimate.value, "ci_low": estimate.low,
-                         "ci_high": estimate.high, "kruskal_p": p_value})
-    return pd.DataFrame(rows, columns=["measure", "column", "persona", "n", "mean", "ci_low",
-                                       "ci_high", "kruskal_p"])

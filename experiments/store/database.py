@@ -70,6 +70,7 @@ def _one_line(method: Callable) -> Callable:
 def keep(conn: Any, run_id: str, writer: str, record: CaseRecord) -> bool:
     """Keep a finished case's row and transcript, and mark the case done, in the caller's
     transaction; False when a result for the case stands already (this one is dropped)."""
+    record = record.redacted()
     row = record.row
     params = {"run": run_id, "key": row.case_key, "status": row.status,
               "calls": row.paid_calls, "cost": row.cost_usd or 0.0, "worker": writer,

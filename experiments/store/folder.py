@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import secrets
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -36,13 +36,26 @@ from experiments.store.transcripts_file import (
     TranscriptWriter,
     find_transcript,
 )
+from treadwise.redaction import redact
 
 META_FILE = "meta.json"
 LOCK_FILE = ".lock"
 
+log = logging.getLogger(__name__)
+
 
 class RunBusy(RuntimeError):
     """Another process is running this run folder right now."""
+
+
+def _copy_redacted(source: Path, copy: Path) -> None:
+    """Copy a file the run reads, without any secret in it (a resume reads the copy, so a
+    scenario quoting a key or card number runs on with the redaction marker in its place)."""
+    text = source.read_text(encoding="utf-8")
+    kept = redact(text)
+    if kept != text:
+        log.warning("%s: secrets redacted in the run's copy %s", source, copy.name)
+    copy.write_text(kept, encoding="utf-8")
 
 
 class FolderRun(RunStore):
@@ -67,9 +80,9 @@ class FolderRun(RunStore):
         resume reads the copies)."""
         folder = Path(out_dir) / new_run_id(grid.name)
         folder.mkdir(parents=True)
-        shutil.copyfile(grid.path, folder / GRID_COPY)
-        shutil.copyfile(grid.scenarios_file, folder / SCENARIOS_COPY)
-        shutil.copyfile(grid.prices_file or DEFAULT_PRICES, folder / PRICES_COPY)
+        for source, copy in ((grid.path, GRID_COPY), (grid.scenarios_file, SCENARIOS_COPY),
+                             (grid.prices_file or DEFAULT_PRICES, PRICES_COPY)):
+            _copy_redacted(Path(source), folder / copy)
         return cls(folder)
 
     def locked(self) -> Any:
@@ -93,6 +106,7 @@ class FolderRun(RunStore):
     def append(self, record: CaseRecord) -> bool:
         if self._rows is None or self._transcripts is None:
             raise RuntimeError("open the run folder before appending to it")
+        record = record.redacted()
         self._transcripts.write(record.transcript)
         self._rows.write(vars(record.row))
         return True

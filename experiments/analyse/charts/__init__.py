@@ -79,6 +79,19 @@ def t_label(value: float) -> str:
     return f"T={value:g}"
 
 
+def rate_axis(methods: Any) -> str:
+    """A success axis naming the interval the points carry (inference.RATE_METHOD, or none
+    when a configuration had too few scenarios for one)."""
+    from experiments.analyse.inference import RATE_METHOD
+
+    found = set(methods)
+    shown = "95% " + RATE_METHOD if RATE_METHOD in found else "no interval"
+    if found - {RATE_METHOD}:
+        shown += "; some: too few scenarios, no interval" if RATE_METHOD in found else \
+            ": too few scenarios"
+    return f"success ({shown})"
+
+
 def registered() -> list[Chart]:
     """Every chart, its modules imported (they register on import)."""
     for module in MODULES:

@@ -6,7 +6,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from experiments.analyse.charts import chart, colours, empty, levels, markers, note, t_label
+from experiments.analyse.charts import (
+    chart,
+    colours,
+    empty,
+    levels,
+    markers,
+    note,
+    rate_axis,
+    t_label,
+)
 
 CAP = 5
 
@@ -81,7 +90,7 @@ def cost_vs_success(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
             ax.set_xticks([0], ["$0 (free or unpriced)"])
         ax.set_xlabel("mean estimated cost per case (USD)")
     axes[0][0].yaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
-    axes[0][0].set_ylabel("success (95% cluster bootstrap)")
+    axes[0][0].set_ylabel(rate_axis(summary["ci_method"]), fontsize=8)
     handles, labels_ = axes[0][-1].get_legend_handles_labels()
     for ax in axes[0]:
         more_h, more_l = ax.get_legend_handles_labels()

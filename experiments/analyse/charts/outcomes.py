@@ -14,9 +14,10 @@ from experiments.analyse.charts import (
     levels,
     markers,
     note,
+    rate_axis,
     t_label,
 )
-from experiments.analyse.stats import cluster_bootstrap, mean_interval
+from experiments.analyse.inference import level_mean
 
 
 def _counts(group: Any) -> tuple[int, int, int]:
@@ -105,11 +106,9 @@ def _curve(part: Any, persona: str, column: str) -> tuple[list[float], list[floa
     xs, ys, errs = [], [], []
     rows = part[(part["persona"] == persona) & part["judged"]]
     for t, at in rows.groupby("temperature"):
-        if column == "success":
-            est = cluster_bootstrap(at["success"].astype(float).tolist(), at["scenario"].tolist())
-            mean, low, high = est.value, est.low, est.high
-        else:
-            mean, low, high = mean_interval(at[column].astype(float).tolist())
+        found = level_mean(at.astype({column: float}), column,
+                           (0.0, 1.0) if column == "success" else None)
+        mean, low, high = found.value, found.low, found.high
         xs.append(float(t))
         ys.append(mean)
         errs.append((0.0 if math.isnan(low) else max(0.0, mean - low),
@@ -147,8 +146,8 @@ def temperature_curves(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
         axes[1][j].set_xticks(temps)
     axes[0][0].set_ylim(-0.03, 1.03)
     axes[0][0].yaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
-    axes[0][0].set_ylabel("success (95% cluster bootstrap)")
-    axes[1][0].set_ylabel("answer length, words (mean, 95% CI)")
+    axes[0][0].set_ylabel(rate_axis(summary["ci_method"]), fontsize=8)
+    axes[1][0].set_ylabel("answer length, words (mean over scenarios, 95% t)", fontsize=8)
     axes[0][0].legend(title="persona", fontsize=8, title_fontsize=9, loc="lower left")
     return fig
 

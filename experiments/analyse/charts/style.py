@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from experiments.analyse.charts import chart, colours, empty
-from experiments.analyse.tables import persona_style
+from experiments.analyse.findings import style_table
 
 
 @chart("persona_style.png", "Persona style: what each persona's answers contain",
-       "Per case means with 95% intervals; personas that differ in tone should separate on "
-       "hedging, questions and numbers (p is Kruskal-Wallis across personas).")
+       "Means over scenario means with 95% intervals (t over scenarios; Wilson for the judge's "
+       "1-5 score); a filled marker differs from the first persona after Holm's correction, "
+       "tested on one difference per scenario.")
 def persona_style_chart(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
-    style = persona_style(df)
+    style = style_table(df)
     if style.empty:
         return empty(plt, "No judged case: nothing to measure.")
     measures = list(dict.fromkeys(style["measure"]))
@@ -24,11 +25,13 @@ def persona_style_chart(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
         part = style[style["measure"] == measure].set_index("persona").reindex(personas)
         for x, persona in enumerate(personas):
             row = part.loc[persona]
-            ax.errorbar(x, row["mean"], yerr=[[max(0.0, row["mean"] - row["ci_low"])],
-                                              [max(0.0, row["ci_high"] - row["mean"])]],
-                        fmt="o", color=colour[persona], capsize=3, markersize=7)
+            low, high = (row["mean"] - row["ci_low"], row["ci_high"] - row["mean"])
+            ax.errorbar(x, row["mean"], yerr=[[0.0 if low != low else max(0.0, low)],
+                                              [0.0 if high != high else max(0.0, high)]],
+                        fmt="o", color=colour[persona], capsize=3, markersize=7,
+                        markerfacecolor=colour[persona] if row["significant"] else "white")
         ax.set_xticks(range(len(personas)), personas, rotation=30)
-        ax.set_title(f"{measure}\np = {part['kruskal_p'].iloc[0]:.2g}", fontsize=9)
+        ax.set_title(measure, fontsize=9)
         ax.set_xlim(-0.6, len(personas) - 0.4)
-    axes[0][0].set_ylabel("per case (mean, 95% CI)")
+    axes[0][0].set_ylabel("mean over scenarios (95% CI over scenarios)")
     return fig
