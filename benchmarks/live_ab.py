@@ -117,7 +117,7 @@ def run_experiment(folder: Path) -> None:
 def naive(control: Moments, arm: Moments) -> Interval:
     (mc, vc), (ma, va) = control.mean_variance(), arm.mean_variance()
     half = 1.96 * math.sqrt(vc + va)
-    return Interval(ma - mc, ma - mc - half, ma - mc + half, len(control) + len(arm))
+    return Interval(ma - mc, ma - mc - half, ma - mc + half, control.n + arm.n)
 
 
 def peeked(rng: random.Random, p: tuple[float, float]) -> tuple[bool, bool]:

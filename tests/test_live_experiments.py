@@ -174,3 +174,25 @@ def test_the_cli_creates_reports_exports_and_stops(tmp_path: Path, capsys) -> No
     assert main(["live", "stop", "warm-vs-technical"]) == 0
     assert main(["live", "report", "nothing-here"]) == 2
     assert "no live experiment named 'nothing-here'" in capsys.readouterr().err
+
+
+def test_a_conversation_reopened_in_another_browser_stays_in_its_arm(tmp_path: Path) -> None:
+    import dataclasses
+
+    from treadwise.settings import Settings
+    from treadwise.web.live_chat import LiveChat, visitor_key
+    from treadwise.web.session import ChatSession
+
+    live = LiveChat(dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data"))
+    experiment = parse_experiment(EXAMPLE)
+    live.store.create(experiment.name, experiment.model_dump())
+    first = ChatSession(visitor="browser-one-0000000000")
+    arm = live.arm(first)[1].name
+    # Another browser whose own arm differs, opening the first browser's conversation link.
+    other = next(ChatSession(visitor=f"browser-{n:016d}") for n in range(100)
+                 if experiment.pick(visitor_key(ChatSession(visitor=f"browser-{n:016d}"))).name
+                 != arm)
+    other.thread_id = first.thread_id
+    assert live.arm(other)[1].name == arm
+    other.thread_id = "a-new-conversation"
+    assert live.arm(other)[1].name != arm

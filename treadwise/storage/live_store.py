@@ -36,6 +36,12 @@ CREATE TABLE IF NOT EXISTS live_assignments (
     assigned_at TEXT NOT NULL,
     PRIMARY KEY (experiment, visitor)
 );
+CREATE TABLE IF NOT EXISTS live_threads (
+    experiment TEXT NOT NULL,
+    thread TEXT NOT NULL,
+    visitor TEXT NOT NULL,
+    PRIMARY KEY (experiment, thread)
+);
 CREATE TABLE IF NOT EXISTS live_events (
     id INTEGER PRIMARY KEY,
     experiment TEXT NOT NULL,
@@ -104,6 +110,15 @@ class LiveStore:
         rows = self._run("SELECT arm FROM live_assignments WHERE experiment = ? AND visitor = ?",
                          (experiment, visitor))
         return rows[0]["arm"]
+
+    def link_thread(self, experiment: str, thread: str, visitor: str) -> str:
+        """The visitor a conversation (a thread hash) belongs to: the first one to use it, so
+        a conversation reopened from its link elsewhere stays in its arm."""
+        self._run("INSERT INTO live_threads (experiment, thread, visitor) VALUES (?, ?, ?) "
+                  "ON CONFLICT (experiment, thread) DO NOTHING", (experiment, thread, visitor))
+        rows = self._run("SELECT visitor FROM live_threads WHERE experiment = ? AND thread = ?",
+                         (experiment, thread))
+        return rows[0]["visitor"]
 
     def record(self, experiment: str, visitor: str, arm: str, turn_id: str, kind: str,
                value: float = 1.0) -> None:

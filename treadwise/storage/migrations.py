@@ -152,6 +152,13 @@ def m005_live_experiments(conn: Any) -> None:
             PRIMARY KEY (experiment, visitor)
         )""")
     conn.execute("""
+        CREATE TABLE live_threads (
+            experiment TEXT NOT NULL REFERENCES live_experiments ON DELETE CASCADE,
+            thread TEXT NOT NULL,
+            visitor TEXT NOT NULL,
+            PRIMARY KEY (experiment, thread)
+        )""")
+    conn.execute("""
         CREATE TABLE live_events (
             id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             experiment TEXT NOT NULL REFERENCES live_experiments ON DELETE CASCADE,

@@ -62,7 +62,7 @@ class Choice:
     custom: str
     temperature: Any
     strategy: str
-    arm: tuple[str, str] | None = None  # (live experiment, arm) whose values these are
+    arm: tuple[str, str, str] | None = None  # (live experiment, arm, visitor) behind these
 
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
@@ -308,7 +308,7 @@ class ChatTab:
             yield False, self._view(session, running=True)
             for _ in self._follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
                 yield False, self._view(session)
-        self.live.record(session, turn, choice.arm)
+        self.live.record(turn, choice.arm)
         yield True, self._view(session, final=True)
 
     def _follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:

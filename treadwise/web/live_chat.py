@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from treadwise.settings import Settings
-from treadwise.storage.leads import StoreUnavailable
+from treadwise.storage.leads import StoreUnavailable, thread_key
 from treadwise.web.render import turn_messages
 from treadwise.web.session import ChatSession, Turn
 
@@ -80,31 +80,34 @@ class LiveChat:
             return None
         return from_stored(running["definition"]) if running else None
 
-    def arm(self, session: ChatSession) -> tuple[LiveExperiment, Arm] | None:
-        """The visitor's arm of the running experiment, recorded the first time."""
+    def arm(self, session: ChatSession) -> tuple[LiveExperiment, Arm, str] | None:
+        """(experiment, arm, visitor) for the session, the arm recorded the first time. The
+        visitor is the conversation's first one: a thread reopened from its link in another
+        browser (or on another replica) stays in its arm."""
         experiment = self.experiment()
         if experiment is None:
             return None
-        visitor = visitor_key(session)
         try:
+            visitor = self.store.link_thread(experiment.name, thread_key(session.thread_id),
+                                             visitor_key(session))
             name = self.store.assign(experiment.name, visitor, experiment.pick(visitor).name)
         except StoreUnavailable as exc:
             log.warning("live experiment assignment failed: %s", exc)
             return None
         arm = experiment.arm(name)
-        return (experiment, arm) if arm is not None else None
+        return (experiment, arm, visitor) if arm is not None else None
 
     def choose(self, session: ChatSession, choice: Any) -> Any:
         """The pickers' choice, or the visitor's arm's when an experiment is running."""
         found = self.arm(session)
         if found is None:
             return choice
-        experiment, arm = found
+        experiment, arm, visitor = found
         return dataclasses.replace(choice, persona=arm.persona, model=arm.model, custom="",
                                    temperature=arm.temperature, strategy=arm.strategy,
-                                   arm=(experiment.name, arm.name))
+                                   arm=(experiment.name, arm.name, visitor))
 
-    def record(self, session: ChatSession, turn: Turn, arm: tuple[str, str] | None) -> None:
+    def record(self, turn: Turn, arm: tuple[str, str, str] | None) -> None:
         """A finished turn's events: it happened, it failed, it recorded a lead."""
         if arm is None:
             return
@@ -117,7 +120,7 @@ class LiveChat:
             kinds.append("lead")
         try:
             for kind in kinds:
-                self.store.record(arm[0], visitor_key(session), arm[1], turn.id, kind)
+                self.store.record(arm[0], arm[2], arm[1], turn.id, kind)
         except StoreUnavailable as exc:
             log.warning("live experiment event lost: %s", exc)
 
@@ -126,17 +129,17 @@ class LiveChat:
         turn = turn_at(session.turns, index)
         if turn is None or turn.arm is None or turn.running:
             return
-        experiment, arm = turn.arm
+        experiment, arm, visitor = turn.arm
         try:
             found = self.store.get(experiment)
             if found is None or found["status"] != "running":
                 gr.Info("That experiment has ended: thank you, ratings are no longer needed.")
                 return
             if liked is True or liked is False:
-                self.store.record(experiment, visitor_key(session), arm, turn.id, "rating",
+                self.store.record(experiment, visitor, arm, turn.id, "rating",
                                   1.0 if liked else -1.0)
             else:
-                self.store.unrate(experiment, visitor_key(session), turn.id)
+                self.store.unrate(experiment, visitor, turn.id)
         except StoreUnavailable as exc:
             gr.Warning(f"Your rating was not saved: {exc}.")
 

@@ -43,7 +43,7 @@ class Turn:
     # Why the turn failed when the agent could not even produce a result (or it was refused).
     failure: FriendlyError | None = None
     stop_requested: bool = False
-    arm: tuple[str, str] | None = None  # (live experiment, arm) that answered, once finished
+    arm: tuple[str, str, str] | None = None  # (live experiment, arm, visitor), once done
     _settle: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _settled: bool = False
 
