@@ -99,8 +99,9 @@ def run_experiment(folder: Path) -> None:
         served = sum(pool.map(lambda n: app_visitor(app.url, n), range(APP_VISITORS)))
     app_s = time.perf_counter() - started
     rng = random.Random(20261124)
-    for number in range(VISITORS - APP_VISITORS):
-        direct_visitor(store, number, rng)
+    with store.batch():
+        for number in range(VISITORS - APP_VISITORS):
+            direct_visitor(store, number, rng)
     result = report(store, "tone")
     technical = result.arms[1]
     through_app = sum(1 for e in store.events("tone")

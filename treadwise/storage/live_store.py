@@ -63,14 +63,27 @@ class LiveStore:
 
     def __init__(self, clock: Callable[[], datetime] | None = None):
         self._clock = clock or (lambda: datetime.now(UTC))
+        self._batch: Callable[[str, tuple], list[dict]] | None = None
 
     @contextmanager
     def _cursor(self) -> Iterator[Any]:
         raise NotImplementedError
 
     def _run(self, sql: str, params: tuple = ()) -> list[dict]:
+        if self._batch is not None:
+            return self._batch(sql.replace("?", self.mark), params)
         with self._cursor() as run:
             return run(sql.replace("?", self.mark), params)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many calls in one transaction (an import, a simulation); one thread only."""
+        with self._cursor() as run:
+            self._batch = run
+            try:
+                yield
+            finally:
+                self._batch = None
 
     def _now(self) -> str:
         return self._clock().isoformat(timespec="seconds")
@@ -178,7 +191,13 @@ class SqliteLiveStore(LiveStore):
                 retry_locked(self._create)
                 self._ready = True
             with closing(self._open()) as db:
-                yield lambda sql, params: [dict(row) for row in db.execute(sql, params)]
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield lambda sql, params: [dict(row) for row in db.execute(sql, params)]
+                except BaseException:
+                    db.rollback()
+                    raise
+                db.execute("COMMIT")
         except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as exc:
             raise StoreUnavailable(f"the live experiment store is unavailable ({exc})") from exc
 
