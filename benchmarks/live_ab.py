@@ -40,7 +40,7 @@ from treadwise.testing.webapp import serve_subprocess  # noqa: E402
 
 QUICK = os.environ.get("LIVE_AB_QUICK") == "1"
 VISITORS = 2000
-APP_VISITORS = 60 if QUICK else 2000
+APP_VISITORS = 40 if QUICK else 2000
 THREADS = 6
 UP = {"Friendly": 0.50, "Technical": 0.60}  # by the persona the visitor sees answering
 EXPERIMENTS, PEEK, ALPHA = 200, 50, 0.05
