@@ -22,8 +22,13 @@ if TYPE_CHECKING:
 # The browser keeps a random visitor id in localStorage, so a reload (or a ?thread= link opened
 # in the same browser) keeps the arm; the server only ever stores a hash of it.
 VISITOR_JS = """() => {
-  let id = localStorage.getItem("treadwise-visitor");
-  if (!id) { id = crypto.randomUUID(); localStorage.setItem("treadwise-visitor", id); }
+  let id = null;
+  try { id = localStorage.getItem("treadwise-visitor"); } catch (e) {}
+  if (!id) {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));  // randomUUID needs https
+    id = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    try { localStorage.setItem("treadwise-visitor", id); } catch (e) {}
+  }
   return [id];
 }"""
 VISITOR_RE = re.compile(r"[0-9a-fA-F-]{16,64}")

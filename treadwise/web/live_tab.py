@@ -23,7 +23,10 @@ class LiveTab:
         self.cache_dir = ""
 
     def build(self, demo: gr.Blocks) -> None:
-        from experiments.live.definition import EXAMPLE
+        try:
+            from experiments.live.definition import EXAMPLE
+        except ImportError:  # the harness is not installed beside this app
+            EXAMPLE = ""
 
         with gr.Accordion("Live experiment: A/B test personas and models on real visitors",
                           open=False, elem_id="live"):
