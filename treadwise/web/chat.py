@@ -97,9 +97,11 @@ class ChatTab:
         public = self.settings.public
         with gr.Row(equal_height=False, elem_classes="tw-chat-row"):
             with gr.Column(scale=7, min_width=300, elem_classes="tw-conversation"):
+                # No thumbs, as an empty list (the page reads it once a like listener exists);
+                # a visitor of a running live experiment gets them on load (live_chat.py).
                 chatbot = gr.Chatbot(
                     label="Conversation", show_label=False, elem_id="chat", height=600,
-                    layout="bubble", buttons=["copy", "copy_all"], feedback_options=None,
+                    layout="bubble", buttons=["copy", "copy_all"], feedback_options=(),
                     allow_tags=False, sanitize_html=True, render_markdown=True,
                     latex_delimiters=LATEX_DELIMITERS, group_consecutive_messages=False,
                     placeholder="**Ask TreadWise** about tires, mobile service, Smart Tread "
