@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", type=Path, default=Path("results"),
                          help="folder that receives the comparison folder compare-A-vs-B "
                          "(default: results)")
+    from experiments.live.commands import add_parser as add_live
+
+    add_live(commands)
     return parser
 
 
@@ -149,10 +152,21 @@ def _compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _live(args: argparse.Namespace) -> int:
+    from experiments.live.commands import run
+    from treadwise.storage.leads import StoreUnavailable
+
+    try:
+        return run(args)
+    except StoreUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"run": _run, "report": _report, "list": _list, "show": _show,
-                "compare": _compare, "export": _export}
+                "compare": _compare, "export": _export, "live": _live}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

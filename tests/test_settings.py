@@ -96,7 +96,7 @@ def test_the_readme_defaults_are_the_fields_defaults() -> None:
         else:
             assert float(shown) == field.default, field.name
         checked += 1
-    assert checked >= 10
+    assert checked >= 9  # the fields with a plain default (a number, a word, a path)
 
 
 def test_every_setting_is_read_from_its_variable(tmp_path: Path) -> None:

@@ -141,6 +141,47 @@ def m005_sweeps_on_dask(conn: Any) -> None:
     conn.execute("ALTER TABLE sweep_runs DROP COLUMN definition")
 
 
+@migration
+def m006_live_experiments(conn: Any) -> None:
+    # Live A/B experiments on real visitors (storage/live_store.py): no column holds text a
+    # visitor typed or a model wrote; visitors are hashes, turns random ids.
+    conn.execute("""
+        CREATE TABLE live_experiments (
+            name TEXT PRIMARY KEY,
+            definition TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            stopped_at TIMESTAMPTZ
+        )""")
+    conn.execute("""
+        CREATE TABLE live_assignments (
+            experiment TEXT NOT NULL REFERENCES live_experiments ON DELETE CASCADE,
+            visitor TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            assigned_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (experiment, visitor)
+        )""")
+    conn.execute("""
+        CREATE TABLE live_threads (
+            experiment TEXT NOT NULL REFERENCES live_experiments ON DELETE CASCADE,
+            thread TEXT NOT NULL,
+            visitor TEXT NOT NULL,
+            PRIMARY KEY (experiment, thread)
+        )""")
+    conn.execute("""
+        CREATE TABLE live_events (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            experiment TEXT NOT NULL REFERENCES live_experiments ON DELETE CASCADE,
+            visitor TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            value DOUBLE PRECISION NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            CONSTRAINT live_events_once UNIQUE (experiment, visitor, turn_id, kind)
+        )""")
+
+
 @contextmanager
 def advisory_lock(conn: Any, key: int, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Hold a session advisory lock on an autocommit connection.

@@ -21,6 +21,7 @@ from treadwise.web.access import Access, accept_any
 from treadwise.web.chat_export import export_files
 from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.files import publish_png
+from treadwise.web.live_chat import LiveChat
 from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.resume import ThreadLinks
 from treadwise.web.session import ChatSession, Turn, new_session
@@ -61,6 +62,7 @@ class Choice:
     custom: str
     temperature: Any
     strategy: str
+    arm: tuple[str, str, str] | None = None  # (live experiment, arm, visitor) behind these
 
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
@@ -87,6 +89,7 @@ class ChatTab:
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.links = ThreadLinks(settings)
+        self.live = LiveChat(settings)
         self.cache_dir = ""
 
     def build(self, demo: gr.Blocks) -> None:
@@ -94,9 +97,11 @@ class ChatTab:
         public = self.settings.public
         with gr.Row(equal_height=False, elem_classes="tw-chat-row"):
             with gr.Column(scale=7, min_width=300, elem_classes="tw-conversation"):
+                # No thumbs, as an empty list (the page reads it once a like listener exists);
+                # a visitor of a running live experiment gets them on load (live_chat.py).
                 chatbot = gr.Chatbot(
                     label="Conversation", show_label=False, elem_id="chat", height=600,
-                    layout="bubble", buttons=["copy", "copy_all"], feedback_options=None,
+                    layout="bubble", buttons=["copy", "copy_all"], feedback_options=(),
                     allow_tags=False, sanitize_html=True, render_markdown=True,
                     latex_delimiters=LATEX_DELIMITERS, group_consecutive_messages=False,
                     placeholder="**Ask TreadWise** about tires, mobile service, Smart Tread "
@@ -135,6 +140,7 @@ class ChatTab:
                     choices=[(p.name, key) for key, p in self.personas.items()],
                     value=DEFAULT_PERSONA if DEFAULT_PERSONA in self.personas
                     else next(iter(self.personas)), label="Persona", elem_id="persona-picker"))
+                self.live.build(demo, chatbot, session)
                 gr.Markdown(persona_cards(self.personas), elem_classes="tw-personas")
                 model = accept_any(gr.Dropdown(
                     choices=self._model_choices(admin=not public), value="offline",
@@ -279,12 +285,14 @@ class ChatTab:
         if (choice.strategy or DEFAULT_STRATEGY) not in self.strategies:
             names = ", ".join(self.strategies)
             return f"There is no strategy {choice.strategy!r}; pick one of {names}."
-        return temperature_refusal(choice.temperature) or \
-            self.access.model_refusal(spec, request)
+        # An arm's model was picked by an admin: any visitor may be answered by it.
+        return temperature_refusal(choice.temperature) or (
+            None if choice.arm else self.access.model_refusal(spec, request))
 
     def _turn(self, message: str, session: ChatSession, choice: Choice,
               request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
+        choice = self.live.choose(session, choice)
         spec = redact((choice.custom or "").strip() or choice.model or "offline")
         known = self.personas.get(choice.persona)
         temperature = choice.temperature
@@ -302,6 +310,7 @@ class ChatTab:
             yield False, self._view(session, running=True)
             for _ in self._follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
                 yield False, self._view(session)
+        self.live.record(turn, choice.arm)
         yield True, self._view(session, final=True)
 
     def _follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:

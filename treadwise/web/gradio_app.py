@@ -39,10 +39,13 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
 
     from treadwise.web.chat import ChatTab
     from treadwise.web.experiments_tab import ExperimentsTab
+    from treadwise.web.live_tab import LIVE_HANDLERS, LiveTab
 
     holder = agent if isinstance(agent, LazyAgent) else LazyAgent(settings, agent)
     access = Access(settings, env)
     experiments = ExperimentsTab(results_dir or RESULTS_DIR)
+    chat = ChatTab(holder, settings, access)
+    live = LiveTab(settings, chat.live)
     if settings.public:
         # Runs hold whole transcripts (what customers typed) and sweeps write under results/
         # and may call paid models: every handler of the tab is for admins only.
@@ -50,6 +53,10 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
             setattr(experiments, name, admin_only(getattr(experiments, name), access))
         experiments.load = admin_only(  # type: ignore[method-assign]
             experiments.load, access, refused=lambda: experiments.empty(ADMIN_ONLY))
+        # A live experiment decides what visitors are answered by, and its report is the
+        # business's: creating, stopping and reading one are for admins.
+        for name in LIVE_HANDLERS:
+            setattr(live, name, admin_only(getattr(live, name), access))
     with gr.Blocks(title="TreadWise assistant", analytics_enabled=False,
                    delete_cache=CACHE_CLEANUP) as demo:
         gr.Markdown("# TreadWise Tire Co. assistant\nTires, mobile service, Smart Tread\u2122 "
@@ -57,9 +64,10 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
                     elem_classes="tw-header")
         with gr.Tabs():
             with gr.Tab("Chat", id="chat-tab"):
-                ChatTab(holder, settings, access).build(demo)
+                chat.build(demo)
             with gr.Tab("Experiments", id="experiments-tab"):
                 experiments.build(demo)
+                live.build(demo)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=MAX_QUEUE)
     return demo
 

@@ -43,6 +43,7 @@ class Turn:
     # Why the turn failed when the agent could not even produce a result (or it was refused).
     failure: FriendlyError | None = None
     stop_requested: bool = False
+    arm: tuple[str, str, str] | None = None  # (live experiment, arm, visitor), once done
     _settle: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _settled: bool = False
 
@@ -80,6 +81,7 @@ class ChatSession:
     thread_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     turns: list[Turn] = field(default_factory=list)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # for the rate limit
+    visitor: str = ""  # the browser's id (localStorage), for a live experiment's arm
 
     @property
     def running(self) -> bool:

@@ -1,0 +1,1 @@
+"""Live experiments: A/B tests of personas and models on real visitors (define, analyse)."""

@@ -1,0 +1,161 @@
+"""A live experiment's report: per-arm rates per visitor, the differences, the call, the CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from experiments.live.definition import LiveExperiment, from_stored
+from experiments.live.sequential import (
+    MIN_VISITORS,
+    Interval,
+    difference_interval,
+    rate_interval,
+)
+from treadwise.storage.live_store import EVENT_COLUMNS, LiveStore
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    name: str
+    persona: str
+    model: str
+    visitors: int  # assigned
+    raters: int  # visitors who rated at least one reply: the unit of the rate
+    ups: int
+    downs: int
+    rate: Interval  # mean over raters of each one's share of replies rated up
+    turns_per_visitor: float
+    error_rate: float  # failed replies / replies
+    leads_per_visitor: float
+    versus_control: Interval | None
+
+
+@dataclass(frozen=True)
+class LiveReport:
+    experiment: LiveExperiment
+    status: str
+    arms: list[ArmSummary]
+    better: str | None  # the arm the report may call better, or None
+
+    def text(self) -> str:
+        return render(self)
+
+
+def visitor_rates(events: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """arm -> visitor -> that visitor's share of rated replies rated up. A visitor's ratings
+    are not independent of each other, so each visitor counts once, whatever they rated."""
+    ratings: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for event in events:
+        if event["kind"] == "rating":
+            ratings[(event["arm"], event["visitor"])].append(1.0 if event["value"] > 0 else 0.0)
+    rates: dict[str, dict[str, float]] = defaultdict(dict)
+    for (arm, visitor), values in ratings.items():
+        rates[arm][visitor] = sum(values) / len(values)
+    return rates
+
+
+def analyse(experiment: LiveExperiment, events: list[dict[str, Any]],
+            assignments: list[dict[str, Any]], status: str = "running") -> LiveReport:
+    rates = visitor_rates(events)
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for event in events:
+        counts[(event["arm"], event["kind"])] += 1
+        if event["kind"] == "rating":
+            counts[(event["arm"], "up" if event["value"] > 0 else "down")] += 1
+    assigned: dict[str, int] = defaultdict(int)
+    for row in assignments:
+        assigned[row["arm"]] += 1
+    control = list(rates[experiment.arms[0].name].values())
+    # Each arm is compared with the control: the error is split between the comparisons.
+    alpha = experiment.alpha / max(1, len(experiment.arms) - 1)
+    summaries = []
+    for index, arm in enumerate(experiment.arms):
+        values = list(rates[arm.name].values())
+        visitors = assigned[arm.name]
+        turns = counts[(arm.name, "turn")]
+        summaries.append(ArmSummary(
+            arm.name, arm.persona, arm.model, visitors, len(values), counts[(arm.name, "up")],
+            counts[(arm.name, "down")], rate_interval(values, experiment.alpha),
+            turns / visitors if visitors else 0.0,
+            counts[(arm.name, "error")] / turns if turns else 0.0,
+            counts[(arm.name, "lead")] / visitors if visitors else 0.0,
+            difference_interval(control, values, alpha) if index else None))
+    return LiveReport(experiment, status, summaries, _better(summaries))
+
+
+def _better(arms: list[ArmSummary]) -> str | None:
+    """The arm better than all others compared, when a confidence sequence says so."""
+    winners = [a for a in arms[1:] if a.versus_control and a.versus_control.low > 0]
+    if winners:
+        return max(winners, key=lambda a: a.versus_control.estimate).name  # type: ignore
+    if all(a.versus_control and a.versus_control.high < 0 for a in arms[1:]):
+        return arms[0].name
+    return None
+
+
+def report(store: LiveStore, name: str) -> LiveReport:
+    found = store.get(name)
+    if found is None:
+        raise ValueError(f"there is no live experiment named {name!r}")
+    return analyse(from_stored(found["definition"]), store.events(name),
+                   store.assignments(name), found["status"])
+
+
+def _percent(interval: Interval) -> str:
+    if math.isnan(interval.estimate):
+        return "no ratings yet"
+    return (f"{interval.estimate:.1%} [{interval.low:.1%}, {interval.high:.1%}]")
+
+
+def _signed(interval: Interval | None) -> str:
+    if interval is None:
+        return "control"
+    if math.isnan(interval.estimate):
+        return "no ratings yet"
+    return f"{interval.estimate:+.1%} [{interval.low:+.1%}, {interval.high:+.1%}]"
+
+
+def render(result: LiveReport) -> str:
+    experiment, confidence = result.experiment, 1 - result.experiment.alpha
+    total = sum(a.visitors for a in result.arms)
+    lines = [f"# Live experiment {experiment.name} ({result.status}, {total} visitors)", "",
+             f"Rates are per visitor (each visitor's share of replies rated up, one number per "
+             f"visitor), with {confidence:.0%} anytime-valid intervals (a normal-mixture "
+             "confidence sequence, mSPRT): they stay valid however often this report is read.",
+             "", "| arm | persona | model | visitors | raters | up | down | rate up "
+             "| vs control | turns/visitor | error rate | leads/visitor |",
+             "|---|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|"]
+    for a in result.arms:
+        lines.append(f"| {a.name} | {a.persona} | {a.model} | {a.visitors} | {a.raters} | "
+                     f"{a.ups} | {a.downs} | {_percent(a.rate)} | {_signed(a.versus_control)} "
+                     f"| {a.turns_per_visitor:.2f} | {a.error_rate:.1%} | "
+                     f"{a.leads_per_visitor:.2f} |")
+    lines.append("")
+    if result.better:
+        lines.append(f"better arm {result.better}: its difference's confidence sequence "
+                     "excludes zero.")
+    else:
+        lines.append(f"better arm: none yet (no difference's confidence sequence excludes zero; "
+                     f"none is computed before {MIN_VISITORS} raters per arm).")
+    lines += ["", f"Stopping rule: stop the first time this report names a better arm, or at "
+              f"{experiment.max_visitors} visitors with none named (then the arms are not "
+              f"shown to differ by the effects the test can see). Reading the report at any "
+              f"time keeps the chance of a false claim below {experiment.alpha:g}."]
+    return "\n".join(lines)
+
+
+def events_csv(store: LiveStore, name: str) -> str:
+    """The experiment's events as CSV: ids, kinds and numbers, never any message text."""
+    if store.get(name) is None:
+        raise ValueError(f"there is no live experiment named {name!r}")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(EVENT_COLUMNS)
+    for event in store.events(name):
+        writer.writerow([event[column] for column in EVENT_COLUMNS])
+    return out.getvalue()

@@ -1,0 +1,181 @@
+"""The Chat tab's side of a live experiment: a visitor's sticky arm, their turns and ratings."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from treadwise.settings import Settings
+from treadwise.storage.leads import StoreUnavailable, thread_key
+from treadwise.web.render import turn_messages
+from treadwise.web.session import ChatSession, Turn
+
+if TYPE_CHECKING:
+    from experiments.live.definition import Arm, LiveExperiment
+
+# The browser keeps a random visitor id in localStorage, so a reload (or a ?thread= link opened
+# in the same browser) keeps the arm; the server only ever stores a hash of it.
+VISITOR_JS = """() => {
+  let id = null;
+  try { id = localStorage.getItem("treadwise-visitor"); } catch (e) {}
+  if (!id) {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));  // randomUUID needs https
+    id = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    try { localStorage.setItem("treadwise-visitor", id); } catch (e) {}
+  }
+  return [id];
+}"""
+VISITOR_RE = re.compile(r"[0-9a-fA-F-]{16,64}")
+LEAD_TOOL = "record_customer_interest"
+THUMBS = ("Like", "Dislike")
+log = logging.getLogger(__name__)
+
+
+def visitor_key(session: ChatSession) -> str:
+    """How a visitor is named in the experiment tables: a hash of the browser's id, or of the
+    session's own key for a client without a browser (one API session, one visitor)."""
+    raw = session.visitor or session.key
+    return hashlib.sha256(f"treadwise-visitor:{raw}".encode()).hexdigest()[:32]
+
+
+def turn_at(turns: list[Turn], index: Any) -> Turn | None:
+    """The turn the chatbot's message number `index` belongs to."""
+    if isinstance(index, list | tuple):
+        index = index[0] if index else None
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        return None
+    now = time.time()
+    for turn in turns:
+        index -= len(turn_messages(turn, now))
+        if index < 0:
+            return turn
+    return None
+
+
+class LiveChat:
+    """Puts each visitor of a running live experiment in one arm and records what happens."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._store: Any = None
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            from treadwise.storage.live_store import open_live_store
+
+            self._store = open_live_store(self.settings.data_dir, self.settings.database_url)
+        return self._store
+
+    def experiment(self) -> LiveExperiment | None:
+        try:
+            from experiments.live.definition import from_stored
+        except ImportError:  # the harness is not installed beside this app
+            return None
+        try:
+            running = self.store.running()
+        except StoreUnavailable as exc:
+            log.warning("live experiments unavailable: %s", exc)
+            return None
+        return from_stored(running["definition"]) if running else None
+
+    def arm(self, session: ChatSession) -> tuple[LiveExperiment, Arm, str] | None:
+        """(experiment, arm, visitor) for the session, the arm recorded the first time. The
+        visitor is the conversation's first one: a thread reopened from its link in another
+        browser (or on another replica) stays in its arm."""
+        experiment = self.experiment()
+        if experiment is None:
+            return None
+        try:
+            visitor = self.store.link_thread(experiment.name, thread_key(session.thread_id),
+                                             visitor_key(session))
+            name = self.store.assign(experiment.name, visitor, experiment.pick(visitor).name)
+        except StoreUnavailable as exc:
+            log.warning("live experiment assignment failed: %s", exc)
+            return None
+        arm = experiment.arm(name)
+        return (experiment, arm, visitor) if arm is not None else None
+
+    def choose(self, session: ChatSession, choice: Any) -> Any:
+        """The pickers' choice, or the visitor's arm's when an experiment is running."""
+        found = self.arm(session)
+        if found is None:
+            return choice
+        experiment, arm, visitor = found
+        return dataclasses.replace(choice, persona=arm.persona, model=arm.model, custom="",
+                                   temperature=arm.temperature, strategy=arm.strategy,
+                                   arm=(experiment.name, arm.name, visitor))
+
+    def record(self, turn: Turn, arm: tuple[str, str, str] | None) -> None:
+        """A finished turn's events: it happened, it failed, it recorded a lead."""
+        if arm is None:
+            return
+        turn.arm = arm
+        kinds = ["turn"]
+        if turn.status == "error":
+            kinds.append("error")
+        if any(step.name == LEAD_TOOL and step.error is None
+               and str(step.result or "").startswith("Saved") for step in turn.steps):
+            kinds.append("lead")
+        try:
+            for kind in kinds:
+                self.store.record(arm[0], arm[2], arm[1], turn.id, kind)
+        except StoreUnavailable as exc:
+            log.warning("live experiment event lost: %s", exc)
+
+    def rate(self, session: ChatSession, index: Any, liked: Any) -> None:
+        """Store a thumb (True up, False down) for the reply at `index`; "" or None undoes it."""
+        turn = turn_at(session.turns, index)
+        if turn is None or turn.arm is None or turn.running:
+            return
+        experiment, arm, visitor = turn.arm
+        try:
+            found = self.store.get(experiment)
+            if found is None or found["status"] != "running":
+                gr.Info("That experiment has ended: thank you, ratings are no longer needed.")
+                return
+            if liked is True or liked is False:
+                self.store.record(experiment, visitor, arm, turn.id, "rating",
+                                  1.0 if liked else -1.0)
+            else:
+                self.store.unrate(experiment, visitor, turn.id)
+        except StoreUnavailable as exc:
+            gr.Warning(f"Your rating was not saved: {exc}.")
+
+    def like(self, session: ChatSession, data: gr.LikeData) -> None:
+        self.rate(session, data.index, data.liked)
+
+    def rate_api(self, index: Any, value: Any, session: ChatSession) -> None:
+        """The API's rating: message index and "up", "down" or "none"."""
+        liked = {"up": True, "down": False}.get(str(value).strip().lower())
+        self.rate(session, int(index) if isinstance(index, int | float) else None, liked)
+
+    def arrive(self, visitor: Any, session: ChatSession) -> tuple[Any, Any]:
+        """On page load: take the browser's visitor id; tell a visitor in an experiment which
+        assistant answers them, and give their replies thumbs."""
+        if isinstance(visitor, str) and VISITOR_RE.fullmatch(visitor):
+            session.visitor = visitor
+        found = self.arm(session)
+        if found is None:
+            return gr.skip(), gr.skip()
+        persona = found[1].persona
+        note = (f"You are helping us compare assistants: your replies come from the "
+                f"**{persona}** persona, whatever the picker says. Rate replies with the "
+                "thumbs; click a thumb again to take the rating back.")
+        return gr.Chatbot(feedback_options=THUMBS), gr.Markdown(note, visible=True)
+
+    def build(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
+        note = gr.Markdown(visible=False, elem_id="live-note", elem_classes="tw-note")
+        visitor = gr.Textbox(visible=False)
+        chatbot.like(self.like, [session], None, api_visibility="private")
+        index, value = gr.Number(visible=False, precision=0), gr.Textbox(visible=False)
+        gr.Button(visible=False).click(self.rate_api, [index, value, session], None,
+                                       api_name="rate")
+        demo.load(self.arrive, [visitor, session], [chatbot, note], js=VISITOR_JS,
+                  api_visibility="private")
