@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
+from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS
 
 from experiments.live.definition import parse_experiment
 from treadwise.settings import Settings
 from treadwise.storage.live_store import SqliteLiveStore
-from treadwise.testing.browser import CHROMIUM, CHROMIUM_ARGS
 from treadwise.testing.webapp import serve_in_process
 
 pytestmark = pytest.mark.browser
