@@ -87,6 +87,29 @@ def test_a_model_erases_only_when_the_customer_asked(data_dir) -> None:
     assert asked.tool_calls[0].error is None and Store(data_dir).lead_count() == 0
 
 
+def vague_eraser(messages, kwargs) -> AIMessage:
+    """A model that erases when asked but then answers with a sentence of its own that says
+    nothing of what went (SmolLM2 did: "Data: The text of this chat itself is not deleted")."""
+    if isinstance(messages[-1], ToolMessage):
+        return AIMessage("Data: The text of this chat itself is not deleted by this.")
+    return AIMessage("", tool_calls=[{"name": "delete_customer_data", "id": "e1", "args": {},
+                                      "type": "tool_call"}])
+
+
+def test_the_customer_reads_what_the_models_erasure_deleted(data_dir) -> None:
+    agent = agent_for(Settings(data_dir=data_dir), vague=ScriptedModel(script=[vague_eraser]))
+    visit(agent, "A")
+    result = agent.run("I withdraw consent, delete my data", thread_id="A", model="vague")
+    assert [step.name for step in result.tool_calls] == ["delete_customer_data"]
+    assert Store(data_dir).lead_count() == 0
+    assert "ana@fleetco.com" in result.answer and "deleted" in result.answer
+    # A model that says it well keeps its own words.
+    kept = agent_for(Settings(data_dir=data_dir), eraser=ScriptedModel(script=[eraser]))
+    visit(kept, "B")
+    said = kept.run("forget me please", thread_id="B", model="eraser")
+    assert said.answer.startswith("Deleted: ") and "ana@fleetco.com" in said.answer
+
+
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "treadwise", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)

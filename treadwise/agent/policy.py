@@ -229,9 +229,10 @@ def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequenc
     if not latest or erase_refusal(messages) is not None:
         return answer
     turn = current_turn(messages)
-    if any(isinstance(m, ToolMessage) and m.name == ERASE_TOOL and m.status != "error"
-           for m in turn):
-        return answer
+    erased = [m.text for m in turn
+              if isinstance(m, ToolMessage) and m.name == ERASE_TOOL and m.status != "error"]
+    if erased:
+        return _confirmed(answer, erased[-1])
     tool = next((t for t in tools if getattr(t, "name", "") == ERASE_TOOL), None)
     if tool is None:
         return answer
@@ -241,6 +242,19 @@ def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequenc
         return f"I couldn't delete your data right now ({type(exc).__name__}). Please try again."
     withdrew = consent.withdraws(consent.own_words(latest[0].text))
     if done.startswith("Deleted: "):
-        return f"I've deleted {done.removeprefix('Deleted: ')} Nobody will contact you."
+        return _confirmed("", done)
     return ("Nothing was stored from this conversation, so there is nothing to delete; "
             "nobody will contact you.") if withdrew else answer
+
+
+def _confirmed(answer: str, done: str) -> str:
+    """The model's answer when it says what the erasure deleted (every address it named, and
+    that it was deleted); else the erasure's own account, so the customer always reads what
+    went (a small model may drop it for a sentence of its own)."""
+    if not done.startswith("Deleted: "):
+        return answer
+    gone = done.removeprefix("Deleted: ")
+    if answer and "delet" in answer.casefold() and all(
+            email in answer for email in find_emails(gone)):
+        return answer
+    return f"I've deleted {gone} Nobody will contact you."
