@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, get_args
 
 MAX_ITERATIONS = 5
 DEFAULT_MAX_INPUT_CHARS = 4000
@@ -16,7 +17,8 @@ CONSISTENCY_APPROACHES = ("react", "steps", "program")
 MIN_SECRET_CHARS = 16
 # on: routed tools and the compact prompt; compact: the compact prompt with every tool;
 # off: every tool and the business profile in the system prompt (the requests of before).
-ROUTING_MODES = ("on", "compact", "off")
+RoutingMode = Literal["on", "compact", "off"]
+ROUTING_MODES: tuple[str, ...] = get_args(RoutingMode)
 # Variables read where a model, a tool or a cluster client is built, from Settings.environment:
 # keys and endpoints named by their providers (and Dask), and our own knobs of one provider.
 PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
