@@ -484,52 +484,6 @@ def test_strategies_are_a_factor_and_react_keeps_todays_case_keys(tmp_path, monk
         assert sorted(seen, key=str) == [None, "plan-verify"]
 
 
-def test_worker_processes_share_the_cases_and_a_dead_one_costs_only_its_cases(tmp_path,
-                                                                             monkeypatch):
-    import multiprocessing
-
-    from langchain_core.messages import AIMessage
-
-    from experiments.run import lanes
-    from treadwise.models import registry
-    from treadwise.testing.fakes import ScriptedModel
-
-    parent, said = os.getpid(), []
-
-    def reply(messages, kwargs) -> AIMessage:
-        text = messages[-1].text
-        if os.getpid() != parent and said:
-            # Its first case must be stored before it dies: wait until the parent has written it.
-            mine = f"answered by process {os.getpid()}"
-            deadline = time.monotonic() + 120
-            while not any(mine in path.read_text() for path in tmp_path.rglob(RESULTS_FILE)):
-                assert time.monotonic() < deadline, "the first case was never stored"
-                time.sleep(0.02)
-            os._exit(3)  # the worker process dies in the middle of its second case
-        said.append(text)
-        time.sleep(0.05)
-        return AIMessage(f"answered by process {os.getpid()}")
-
-    monkeypatch.setitem(registry.PROVIDERS, "pid", lambda *args: ScriptedModel(script=[reply]))
-    # fork, so the other process has this test's provider too.
-    monkeypatch.setattr(lanes, "_context", lambda: multiprocessing.get_context("fork"))
-    scenarios = [{"id": "say", "category": "c", "turns": ["hello"], "checks": []},
-                 {"id": "again", "category": "c", "turns": ["hello again"], "checks": []}]
-    grid = write_grid(tmp_path, scenarios, models=["pid:m"], repeats=30, concurrency=4,
-                      workers=2)
-    run_dir, lines = sweep(grid, tmp_path / "out")
-    assert any("concurrency 4 over 2 processes" in line for line in lines)
-    rows = read_rows(run_dir / RESULTS_FILE)
-    assert len(rows) == len({r["case_key"] for r in rows}) == 60
-    said = {r["answer"] for r in rows if r["status"] == "ok"}
-    assert f"answered by process {parent}" in said and len(said) == 2  # both processes worked
-    lost = [r for r in rows if r["status"] == "error"]
-    assert lost and all(r["error_type"] == "harness" and "worker process" in r[
-        "error_message"] for r in lost)
-    assert all(r["status"] == "ok" for r in rows if r not in lost)
-    assert read_meta(run_dir)["status"] == "finished" and read_meta(run_dir)["workers"] == 2
-
-
 def test_a_case_whose_row_cannot_be_typed_is_an_error_row_not_a_hung_sweep(tmp_path,
                                                                          monkeypatch):
     from experiments.run import case_record
