@@ -128,7 +128,7 @@ def bundled_specs() -> list[str]:
 
 def label(model: str, settings: bool = True) -> str:
     """The picker's name for a local spec: the model, what it is, and how it decides (unless
-    `settings` is False: a table whose rows vary them names them in columns of their own)."""
+    `settings` is False: tables whose rows vary them name them in columns of their own)."""
     local = parse(model)
     how = f"decoding {local.decoding}, routing {local.routing}" if settings else "settings listed apart"
     if local.name in BUNDLED:
