@@ -13,6 +13,7 @@ import gradio as gr
 
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
+from treadwise.storage.live_store import SCORES
 from treadwise.web.render import turn_messages
 from treadwise.web.session import ChatSession, Turn
 
@@ -90,7 +91,7 @@ class LiveChat:
         visitor is the conversation's first one: a thread reopened from its link in another
         browser (or on another replica) stays in its arm."""
         experiment = self.experiment()
-        if experiment is None:
+        if experiment is None or experiment.side_by_side:  # live_compare.py answers those
             return None
         try:
             visitor = self.store.link_thread(experiment.name, thread_key(session.thread_id),
@@ -156,26 +157,57 @@ class LiveChat:
         liked = {"up": True, "down": False}.get(str(value).strip().lower())
         self.rate(session, int(index) if isinstance(index, int | float) else None, liked)
 
-    def arrive(self, visitor: Any, session: ChatSession) -> tuple[Any, Any]:
+    def score(self, value: Any, session: ChatSession) -> str:
+        """Store the visitor's feedback score (1 to 5) for their arm; a new one replaces it."""
+        score = {str(n): n for n in SCORES}.get(str(value).strip())
+        if score is None:
+            return "Pick a score from 1 to 5."
+        found = self.arm(session)
+        if found is None:
+            return "No experiment is running now: thank you all the same."
+        experiment, arm, visitor = found
+        if not any(turn.arm for turn in session.turns):
+            return "Chat with the assistant first, then score the conversation."
+        try:
+            self.store.score(experiment.name, visitor, arm.name, score)
+        except StoreUnavailable as exc:
+            return f"Your score was not saved: {exc}."
+        return f"Thank you: your score {score} is saved (a new score replaces it)."
+
+    def arrive(self, visitor: Any, session: ChatSession) -> tuple[Any, Any, Any]:
         """On page load: take the browser's visitor id; tell a visitor in an experiment which
-        assistant answers them, and give their replies thumbs."""
+        assistant answers them, and give their replies thumbs and the chat a score."""
         if isinstance(visitor, str) and VISITOR_RE.fullmatch(visitor):
             session.visitor = visitor
         found = self.arm(session)
         if found is None:
-            return gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip()
         persona = found[1].persona
         note = (f"You are helping us compare assistants: your replies come from the "
                 f"**{persona}** persona, whatever the picker says. Rate replies with the "
-                "thumbs; click a thumb again to take the rating back.")
-        return gr.Chatbot(feedback_options=THUMBS), gr.Markdown(note, visible=True)
+                "thumbs (click a thumb again to take the rating back), and score the "
+                "conversation below.")
+        return (gr.Chatbot(feedback_options=THUMBS), gr.Markdown(note, visible=True),
+                gr.Group(visible=True))
 
     def build(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
         note = gr.Markdown(visible=False, elem_id="live-note", elem_classes="tw-note")
+        with gr.Group(visible=False, elem_id="live-score") as scoring:
+            score = gr.Radio([str(n) for n in SCORES], label="How helpful was this "
+                             "conversation? (1 poor, 5 excellent)", elem_id="live-score-pick")
+            thanks = gr.Markdown(elem_id="live-score-status")
+        score.input(self.score, [score, session], [thanks], api_name="score")
         visitor = gr.Textbox(visible=False)
         chatbot.like(self.like, [session], None, api_visibility="private")
         index, value = gr.Number(visible=False, precision=0), gr.Textbox(visible=False)
         gr.Button(visible=False).click(self.rate_api, [index, value, session], None,
                                        api_name="rate")
-        demo.load(self.arrive, [visitor, session], [chatbot, note], js=VISITOR_JS,
+        demo.load(self.arrive, [visitor, session], [chatbot, note, scoring], js=VISITOR_JS,
                   api_visibility="private")
+
+    def build_compare(self, demo: gr.Blocks, session: Any, conversation: gr.Column,
+                      tab: Any) -> None:
+        """The side-by-side panel, beside the conversation it replaces while one runs."""
+        from treadwise.web.live_compare import ComparePanel
+
+        ComparePanel(tab, self).build(demo, session, conversation)
