@@ -27,6 +27,7 @@ arms:
   - {name: warm, persona: friendly}
   - {name: exact, persona: technical}
 """
+MARKER = "Okapi-5521"  # typed by the visitor: must never reach the experiment tables
 PERSONAS = {"warm": "Friendly Advisor", "exact": "Technical Expert"}
 
 
@@ -158,24 +159,27 @@ def test_a_pick_in_the_app_is_stored_against_the_arms_shown(tmp_path: Path) -> N
     settings = dataclasses.replace(Settings.from_env({}), data_dir=data_dir)
     with serve_in_process(settings) as url:
         client = Client(url, verbose=False, download_files=False)
-        first, second, _, status = client.predict("What are your opening hours?",
-                                                  api_name="/compare")
+        first, second, _, status = client.predict(f"{MARKER}: what are your opening hours?",
+                                                  api_name="/side_by_side")
         shown = chat_text(first) + chat_text(second)
         assert "Pick one" in status
         assert "hidden until you pick" in shown
         assert not any(name in shown for name in PERSONAS.values()), "an arm was named"
-        first, second, status = client.predict("2", api_name="/pick")
+        first, second, status = client.predict("2", api_name="/side_by_side_pick")
         named = [next(arm for arm, name in PERSONAS.items() if name in chat_text(side))
                  for side in (first, second)]
         assert sorted(named) == ["exact", "warm"] and "you picked answer 2" in status
         (pick,) = SqliteLiveStore(data_dir).picks("duel")
         assert (pick["arm_a"], pick["arm_b"], pick["winner"]) == (*named, named[1])
-        client.predict("both_bad", api_name="/pick")
+        client.predict("both_bad", api_name="/side_by_side_pick")
         (pick,) = SqliteLiveStore(data_dir).picks("duel")
         assert pick["winner"] == "both_bad"
-        _, _, status = client.predict("3", api_name="/pick")
+        _, _, status = client.predict("3", api_name="/side_by_side_pick")
         assert "Pick 1, 2, tie or both_bad" in status
         turns = {(e["arm"], e["kind"]) for e in SqliteLiveStore(data_dir).events("duel")}
         assert turns == {("warm", "turn"), ("exact", "turn")}, "each arm's answer is a turn"
         text, _ = client.predict("duel", api_name="/live_report")
         assert "Bradley-Terry" in text and "| warm vs exact | 0 | 0 | 0 | 1 |" in text
+    # No message text in the experiment's file: not the visitor's words, not an answer's.
+    raw = b"".join(p.read_bytes() for p in data_dir.glob("live.db*"))
+    assert MARKER.encode() not in raw and b"opening hours" not in raw.lower()

@@ -14,6 +14,7 @@ import gradio as gr
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
 from treadwise.storage.live_store import SCORES
+from treadwise.web.access import accept_any
 from treadwise.web.render import turn_messages
 from treadwise.web.session import ChatSession, Turn
 
@@ -193,8 +194,9 @@ class LiveChat:
     def build(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
         note = gr.Markdown(visible=False, elem_id="live-note", elem_classes="tw-note")
         with gr.Group(visible=False, elem_id="live-score") as scoring:
-            score = gr.Radio([str(n) for n in SCORES], label="How helpful was this "
-                             "conversation? (1 poor, 5 excellent)", elem_id="live-score-pick")
+            score = accept_any(gr.Radio([str(n) for n in SCORES], label="How helpful was "
+                                        "this conversation? (1 poor, 5 excellent)",
+                                        elem_id="live-score-pick"))
             thanks = gr.Markdown(elem_id="live-score-status")
         score.input(self.score, [score, session], [thanks], api_name="score")
         visitor = gr.Textbox(visible=False)

@@ -71,38 +71,40 @@ class ComparePanel:
 
     def build(self, demo: gr.Blocks, session: Any, conversation: gr.Column) -> None:
         state = gr.State(new_comparison)
-        with gr.Column(scale=7, min_width=300, visible=False, elem_id="compare") as panel:
+        with gr.Column(scale=7, min_width=300, visible=False, elem_id="side-by-side") as panel:
             gr.Markdown(NOTE, elem_classes="tw-note")
             with gr.Row(equal_height=True):
-                chats = [gr.Chatbot(label=f"Answer {n}", elem_id=f"compare-{n}", height=520,
+                chats = [gr.Chatbot(label=f"Answer {n}", elem_id=f"sbs-answer-{n}", height=520,
                                     layout="bubble", feedback_options=(), allow_tags=False,
                                     sanitize_html=True, latex_delimiters=LATEX_DELIMITERS,
                                     group_consecutive_messages=False) for n in (1, 2)]
             with gr.Row(equal_height=True):
                 message = gr.Textbox(show_label=False, lines=1, max_lines=8, scale=8,
-                                     elem_id="compare-message",
+                                     elem_id="sbs-message",
                                      placeholder="Type a message; two assistants answer.")
-                send = gr.Button("Send", variant="primary", scale=1, elem_id="compare-send")
+                send = gr.Button("Send", variant="primary", scale=1, elem_id="sbs-send")
             with gr.Row():
-                buttons = {value: gr.Button(text, size="sm", elem_id=f"compare-{value}")
+                buttons = {value: gr.Button(text, size="sm", elem_id=f"sbs-{value}")
                            for value, text in (("1", "Answer 1 is better"),
                                                ("2", "Answer 2 is better"),
                                                ("tie", "Tie"), ("both_bad", "Both are bad"))}
-                new = gr.Button("New comparison", size="sm", elem_id="compare-new")
-            status = gr.Markdown(elem_id="compare-status")
+                new = gr.Button("New comparison", size="sm", elem_id="sbs-new")
+            status = gr.Markdown(elem_id="sbs-status")
         turn: dict[str, Any] = {"show_progress": "hidden", "concurrency_id": "chat-turn"}
         outputs = [*chats, message, status]
-        message.submit(self.send, [message, state, session], outputs, api_name="compare", **turn)
-        send.click(self.send, [message, state, session], outputs, api_visibility="private",
-                   **turn)
+        message.submit(self.send, [message, state, session], outputs, api_name="side_by_side",
+                       **turn)
+        send.click(self.send, [message, state, session], outputs, api_name="side_by_side_click",
+                   api_visibility="private", **turn)
         for value, button in buttons.items():
             button.click(partial(self.pick, value), [state, session], [*chats, status],
-                         api_visibility="private")
+                         api_name=f"side_by_side_{value}", api_visibility="private")
         choice = gr.Textbox(visible=False)
         gr.Button(visible=False).click(self.pick, [choice, state, session], [*chats, status],
-                                       api_name="pick")
-        new.click(self.restart, [state], [*chats, status], api_name="new_comparison")
-        demo.load(self.arrive, None, [panel, conversation], api_visibility="private")
+                                       api_name="side_by_side_pick")
+        new.click(self.restart, [state], [*chats, status], api_name="side_by_side_new")
+        demo.load(self.arrive, None, [panel, conversation], api_name="side_by_side_arrive",
+                  api_visibility="private")
 
     def arrive(self) -> tuple[Any, Any]:
         """Show the panel instead of the usual conversation while a side-by-side one runs."""
