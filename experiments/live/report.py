@@ -18,7 +18,7 @@ from experiments.live.sequential import (
     difference_interval,
     rate_interval,
 )
-from treadwise.storage.live_store import BOTH_BAD, EVENT_COLUMNS, TIE, LiveStore
+from treadwise.storage.live_store import BOTH_BAD, EVENT_COLUMNS, PICK_COLUMNS, TIE, LiveStore
 
 
 @dataclass(frozen=True)
@@ -243,13 +243,16 @@ def _side_by_side(result: LiveReport) -> list[str]:
     return lines
 
 
-def events_csv(store: LiveStore, name: str) -> str:
-    """The experiment's events as CSV: ids, kinds and numbers, never any message text."""
+def events_csv(store: LiveStore, name: str, picks: bool = False) -> str:
+    """The experiment's events (or side-by-side picks) as CSV: ids, kinds and numbers, never
+    any message text."""
     if store.get(name) is None:
         raise ValueError(f"there is no live experiment named {name!r}")
+    columns, rows = (PICK_COLUMNS, store.picks(name)) if picks else (EVENT_COLUMNS,
+                                                                       store.events(name))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(EVENT_COLUMNS)
-    for event in store.events(name):
-        writer.writerow([event[column] for column in EVENT_COLUMNS])
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([row[column] for column in columns])
     return out.getvalue()
