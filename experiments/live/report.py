@@ -94,8 +94,9 @@ def pair_counts(experiment: LiveExperiment, picks: list[dict[str, Any]]) -> list
     found: dict[tuple[str, str], list[int]] = {}
     order = {arm.name: n for n, arm in enumerate(experiment.arms)}
     for pick in picks:
-        pair = tuple(sorted((pick["arm_a"], pick["arm_b"]), key=lambda a: order.get(a, 99)))
-        counts = found.setdefault(pair, [0, 0, 0, 0])  # type: ignore[arg-type]
+        first, second = sorted((pick["arm_a"], pick["arm_b"]), key=lambda a: order.get(a, 99))
+        pair = (first, second)
+        counts = found.setdefault(pair, [0, 0, 0, 0])
         winner = pick["winner"]
         column = {pair[0]: 0, pair[1]: 1, TIE: 2, BOTH_BAD: 3}.get(winner)
         if column is not None:

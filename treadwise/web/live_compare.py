@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 HIDDEN = "hidden until you pick"
 # The visitor's choices as the API takes them: the first answer, the second, or neither.
-CHOICES = {"1": 0, "2": 1, "tie": "tie", "both_bad": "both_bad"}
+CHOICES: dict[str, int | str] = {"1": 0, "2": 1, "tie": "tie", "both_bad": "both_bad"}
 NOTE = ("You are helping us compare assistants: each message is answered by two of them, in a "
         "random order and unnamed. Pick the better answer (or a tie, or both bad): the names "
         "show once you pick. Only your pick is stored, never the conversation.")
@@ -163,7 +163,7 @@ class ComparePanel:
                    else "Send a message first, and wait for both answers.")
             return *self._view(state), why
         names = (last.arms[0].name, last.arms[1].name)
-        winner = names[value] if isinstance(value, int) else value
+        winner: str = names[value] if isinstance(value, int) else value
         try:
             found = self.live.store.get(last.experiment)
             if found is None or found["status"] != "running":
@@ -190,4 +190,5 @@ class ComparePanel:
         return *self._view(state), ""
 
     def _view(self, state: Comparison) -> tuple[Any, Any]:
-        return tuple(render([r.turns[side] for r in state.rounds]) for side in (0, 1))
+        return (render([r.turns[0] for r in state.rounds]),
+                render([r.turns[1] for r in state.rounds]))
