@@ -135,7 +135,7 @@ class ChatTab:
                 gr.Examples(examples=[[text] for _, text in EXAMPLES], inputs=[message],
                             example_labels=[f"{kind}: {text}" for kind, text in EXAMPLES],
                             label="Examples")
-            self.live.build_compare(demo, session, chat, self)  # shown instead of `chat`
+            self.live.build_compare(session, chat, self)  # shown instead of `chat`
             with gr.Column(scale=3, min_width=280, elem_classes="tw-settings"):
                 persona = accept_any(gr.Radio(
                     choices=[(p.name, key) for key, p in self.personas.items()],

@@ -66,6 +66,7 @@ class LiveChat:
     def __init__(self, settings: Settings):
         self.settings = settings
         self._store: Any = None
+        self.swap: list[Any] = []  # the side-by-side panel and the conversation it replaces
 
     @property
     def store(self) -> Any:
@@ -175,21 +176,25 @@ class LiveChat:
             return f"Your score was not saved: {exc}."
         return f"Thank you: your score {score} is saved (a new score replaces it)."
 
-    def arrive(self, visitor: Any, session: ChatSession) -> tuple[Any, Any, Any]:
+    def arrive(self, visitor: Any, session: ChatSession) -> tuple[Any, ...]:
         """On page load: take the browser's visitor id; tell a visitor in an experiment which
-        assistant answers them, and give their replies thumbs and the chat a score."""
+        assistant answers them, and give their replies thumbs and the chat a score; or, in a
+        side-by-side experiment, show its panel instead of the conversation."""
         if isinstance(visitor, str) and VISITOR_RE.fullmatch(visitor):
             session.visitor = visitor
+        skip = (gr.skip(),) * (3 + len(self.swap))
+        if self.swap and (experiment := self.experiment()) and experiment.side_by_side:
+            return *skip[:3], gr.Column(visible=True), gr.Column(visible=False)
         found = self.arm(session)
         if found is None:
-            return gr.skip(), gr.skip(), gr.skip()
+            return skip
         persona = found[1].persona
         note = (f"You are helping us compare assistants: your replies come from the "
                 f"**{persona}** persona, whatever the picker says. Rate replies with the "
                 "thumbs (click a thumb again to take the rating back), and score the "
                 "conversation below.")
         return (gr.Chatbot(feedback_options=THUMBS), gr.Markdown(note, visible=True),
-                gr.Group(visible=True))
+                gr.Group(visible=True), *skip[3:])
 
     def build(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
         note = gr.Markdown(visible=False, elem_id="live-note", elem_classes="tw-note")
@@ -204,12 +209,14 @@ class LiveChat:
         index, value = gr.Number(visible=False, precision=0), gr.Textbox(visible=False)
         gr.Button(visible=False).click(self.rate_api, [index, value, session], None,
                                        api_name="rate")
-        demo.load(self.arrive, [visitor, session], [chatbot, note, scoring], js=VISITOR_JS,
-                  api_visibility="private")
+        demo.load(self.arrive, [visitor, session], [chatbot, note, scoring, *self.swap],
+                  js=VISITOR_JS, api_visibility="private")
 
-    def build_compare(self, demo: gr.Blocks, session: Any, conversation: gr.Column,
-                      tab: Any) -> None:
-        """The side-by-side panel, beside the conversation it replaces while one runs."""
+    def build_compare(self, session: Any, conversation: gr.Column, tab: Any) -> None:
+        """The side-by-side panel, beside the conversation it replaces while one runs (call
+        it before `build`)."""
         from treadwise.web.live_compare import ComparePanel
 
-        ComparePanel(tab, self).build(demo, session, conversation)
+        panel = ComparePanel(tab, self)
+        panel.build(session, conversation)
+        self.swap = panel.swap

@@ -68,8 +68,9 @@ class ComparePanel:
     def __init__(self, tab: Any, live: Any):
         self.tab, self.live = tab, live  # the ChatTab (its agent, access, personas) and LiveChat
         self.rng = random.Random()
+        self.swap: list[Any] = []
 
-    def build(self, demo: gr.Blocks, session: Any, conversation: gr.Column) -> None:
+    def build(self, session: Any, conversation: gr.Column) -> None:
         state = gr.State(new_comparison)
         with gr.Column(scale=7, min_width=300, visible=False, elem_id="side-by-side") as panel:
             gr.Markdown(NOTE, elem_classes="tw-note")
@@ -103,15 +104,9 @@ class ComparePanel:
         gr.Button(visible=False).click(self.pick, [choice, state, session], [*chats, status],
                                        api_name="side_by_side_pick")
         new.click(self.restart, [state], [*chats, status], api_name="side_by_side_new")
-        demo.load(self.arrive, None, [panel, conversation], api_name="side_by_side_arrive",
-                  api_visibility="private")
-
-    def arrive(self) -> tuple[Any, Any]:
-        """Show the panel instead of the usual conversation while a side-by-side one runs."""
-        experiment = self.live.experiment()
-        if experiment is None or not experiment.side_by_side:
-            return gr.skip(), gr.skip()
-        return gr.Column(visible=True), gr.Column(visible=False)
+        # Shown instead of `conversation` by LiveChat.arrive: one load event for both, as
+        # Gradio may lose a new session's state to concurrent load events.
+        self.swap = [panel, conversation]
 
     def send(self, message: Any, state: Comparison, session: ChatSession,
              request: gr.Request) -> Iterator[tuple[Any, ...]]:
