@@ -106,7 +106,9 @@ def test_routing_is_a_factor_read_from_bare_on_and_off(tmp_path):
     assert "| routing | on | off |" in text  # a factor effect, on against off
     assert "/ routing on |" in text and "/ routing off |" in text
     measured = (run_dir / "measured.md").read_text()
-    assert measured.startswith("| model | T | success (95% CI) | tried a tool | first tool right")
+    assert measured.startswith("| model | T | task success (95% CI) | safe behaviour (95% CI) |"
+                               " first tool right | args right | invented tool names / calls")
+    assert "| offline (rule-based) | 0 | 4/4 = 100%" in measured
     tool_use = {r["routing_factor"]: r for r in _csv(run_dir / "tool_use.csv")}
     assert tool_use["on"]["first_tool_right"] == "1" and tool_use["on"]["tried_a_tool"] == "1"
 
@@ -320,3 +322,29 @@ def test_decoding_is_a_factor_apart_from_the_model():
     decoding = table[table["factor"] == "decoding"].iloc[0]
     assert decoding["level"] == "free" and decoding["reference"] == "constrained"
     assert decoding["effect"] == pytest.approx(-0.625) and decoding["significant"]
+
+
+def test_the_model_effect_averages_a_local_models_settings():
+    """offline vs a local model whose decoding varies: a real difference with an interval,
+    not 'not separable' (the offline model has no decoding to match)."""
+    import itertools
+
+    import pandas as pd
+
+    from experiments.analyse import findings
+    from experiments.analyse.tables import with_measures
+
+    found = []
+    for s, spec in itertools.product(range(8), ["offline", "local:smollm2",
+                                                "local:smollm2?decoding=free"]):
+        ok = spec == "offline" or ("free" not in spec and s < 6) or s < 1
+        found.append({"scenario": f"s{s}", "repeat": 0, "persona": "friendly",
+                      "model_spec": spec, "temperature": 0.0, "config_hash": spec,
+                      "status": "ok" if ok else "failed", "success": ok,
+                      "decoding": "" if spec == "offline" else ("free" if "free" in spec
+                                                                else "constrained"),
+                      "latency_s": 1.0, "model_calls": 1})
+    table = findings.effect_table(with_measures(pd.DataFrame(found)))
+    model = table[table["factor"] == "model"].iloc[0]
+    assert model["level"].startswith("offline") and "settings listed apart" in model["reference"]
+    assert model["effect"] == pytest.approx(1 - (6 + 1) / 16) and model["ci_low"] > 0

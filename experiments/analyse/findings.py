@@ -13,6 +13,7 @@ from experiments.analyse.inference import MIN_SCENARIOS, PROPORTION
 FACTORS = {"persona": "persona", "model": "model_name", "temperature": "temperature",
            "variation": "variation", "strategy": "strategy", "decoding": "decoding",
            "model_routing": "model_routing", "routing": "routing"}
+MODEL_SETTINGS = ("decoding", "model_routing")  # a local model's own: blank for other models
 # Outcomes reported as rates when the rows carry them (capability and safety split the checks).
 OUTCOMES = {"success": "task success", "capability_success": "capability",
             "safety_success": "safe behaviour"}
@@ -66,7 +67,9 @@ def effect_table(df: Any, column: str = "success",
     frame, factors = values(df, column), list(varying(df))
     rows = []
     for factor in factors:
-        others = [f for f in factors if f != factor]
+        # A model's effect is over its own settings (averaged): other models have none.
+        others = [f for f in factors
+                  if f != factor and not (factor == "model" and f in MODEL_SETTINGS)]
         common, left_out = answered_by_all(frame, factor, others)
         levels = inference.levels(frame, factor)
         for row in inference.factor_effect(common, factor, others, "value", bounds, levels):

@@ -28,6 +28,12 @@ def model_label(spec: str) -> str:
     return label(spec or "offline")
 
 
+def _model_name(spec: str) -> str:
+    from treadwise.models.registry import label
+
+    return label(str(spec or "offline").split("?", 1)[0], settings=False)
+
+
 def as_run(run: RunStore | Path) -> RunStore:
     """A run store as it is; a path (a folder, or a shared run's name) opened."""
     return run if isinstance(run, RunStore) else open_run(run)
@@ -45,7 +51,7 @@ def with_measures(df: Any) -> Any:
     df["model_label"] = df["model_spec"].map({s: model_label(s) for s in df["model_spec"].unique()})
     # The model as a factor: without a local model's settings, which are factors of their own.
     df["model_name"] = df["model_spec"].map(
-        {s: model_label(str(s).split("?", 1)[0]) for s in df["model_spec"].unique()})
+        {s: _model_name(s) for s in df["model_spec"].unique()})
     # The records' names for what findings reads: capability and safety as rates, and a
     # judge failure as the case's status (its checks' verdict stays in `success`).
     if "capability" in df:

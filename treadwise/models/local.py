@@ -126,10 +126,12 @@ def bundled_specs() -> list[str]:
             if (folder := _package_dir(package)) and (folder / filename).is_file()]
 
 
-def label(model: str) -> str:
-    """The picker's name for a local spec: the model, what it is, and how it decides."""
+def label(model: str, settings: bool = True) -> str:
+    """The picker's name for a local spec: the model, what it is, and how it decides (unless
+    `settings` is False: tables whose rows vary them name them in columns of their own)."""
     local = parse(model)
-    how = f"decoding {local.decoding}, routing {local.routing}"
+    how = (f"decoding {local.decoding}, routing {local.routing}" if settings
+           else "settings listed apart")
     if local.name in BUNDLED:
         return f"{local.spec} ({BUNDLED[local.name][2]}; {how})"
     return f"local:{Path(local.name).name} (local model, runs on this machine; {how})"

@@ -121,9 +121,10 @@ def display_name(spec: str) -> str:
     return f"{provider_name}:{model}"
 
 
-def label(spec: str) -> str:
+def label(spec: str, settings: bool = True) -> str:
     """How a model is named to people (pickers, tables, charts): the name plus what kind of
-    model it is; a spec that cannot be read is shown as `display_name` shows it."""
+    model it is (and a local model's settings unless `settings` is False); a spec that cannot
+    be read is shown as `display_name` shows it."""
     try:
         provider_name, model = parse_spec(spec)
     except ModelConfigError:
@@ -132,7 +133,7 @@ def label(spec: str) -> str:
         from treadwise.models.local import label as local_label
 
         try:
-            return local_label(model)
+            return local_label(model, settings)
         except ModelConfigError:
             return display_name(spec)
     return display_name(spec)
