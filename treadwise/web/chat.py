@@ -293,7 +293,7 @@ class ChatTab:
     def _turn(self, message: str, session: ChatSession, choice: Choice,
               request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
-        choice = self.live.choose(session, choice)
+        choice = self.live.choose(session, choice, request)
         spec = redact((choice.custom or "").strip() or choice.model or "offline")
         known = self.personas.get(choice.persona)
         temperature = choice.temperature

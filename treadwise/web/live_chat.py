@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import logging
 import re
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ VISITOR_JS = """() => {
 VISITOR_RE = re.compile(r"[0-9a-fA-F-]{16,64}")
 LEAD_TOOL = "record_customer_interest"
 THUMBS = ("Like", "Dislike")
+VISITORS_KEPT = 10_000  # page sessions whose browser id is kept (see LiveChat.choose)
 log = logging.getLogger(__name__)
 
 
@@ -67,6 +69,17 @@ class LiveChat:
         self.settings = settings
         self._store: Any = None
         self.swap: list[Any] = []  # the side-by-side panel and the conversation it replaces
+        self._visitors: dict[str, str] = {}  # Gradio session hash -> browser id
+        self._lock = threading.Lock()
+
+    def _remember(self, request: gr.Request | None, visitor: str) -> None:
+        page = getattr(request, "session_hash", None)
+        if not page:
+            return
+        with self._lock:
+            self._visitors[page] = visitor
+            if len(self._visitors) > VISITORS_KEPT:
+                self._visitors.pop(next(iter(self._visitors)))
 
     @property
     def store(self) -> Any:
@@ -105,8 +118,13 @@ class LiveChat:
         arm = experiment.arm(name)
         return (experiment, arm, visitor) if arm is not None else None
 
-    def choose(self, session: ChatSession, choice: Any) -> Any:
+    def choose(self, session: ChatSession, choice: Any, request: gr.Request | None = None) -> Any:
         """The pickers' choice, or the visitor's arm's when an experiment is running."""
+        if not session.visitor and request is not None:
+            # Gradio may lose a new page's session state to load events creating it at once
+            # (its StateHolder is unlocked): the browser id the page sent is kept here too.
+            with self._lock:
+                session.visitor = self._visitors.get(getattr(request, "session_hash", ""), "")
         found = self.arm(session)
         if found is None:
             return choice
@@ -176,12 +194,13 @@ class LiveChat:
             return f"Your score was not saved: {exc}."
         return f"Thank you: your score {score} is saved (a new score replaces it)."
 
-    def arrive(self, visitor: Any, session: ChatSession) -> tuple[Any, ...]:
+    def arrive(self, visitor: Any, session: ChatSession, request: gr.Request) -> tuple[Any, ...]:
         """On page load: take the browser's visitor id; tell a visitor in an experiment which
         assistant answers them, and give their replies thumbs and the chat a score; or, in a
         side-by-side experiment, show its panel instead of the conversation."""
         if isinstance(visitor, str) and VISITOR_RE.fullmatch(visitor):
             session.visitor = visitor
+            self._remember(request, visitor)
         skip = (gr.skip(),) * (3 + len(self.swap))
         if self.swap and (experiment := self.experiment()) and experiment.side_by_side:
             return *skip[:3], gr.Column(visible=True), gr.Column(visible=False)
