@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 from distributed import WorkerPlugin
 
+from experiments.run.cluster import quiet_dask_env
 from treadwise.settings import child_environment
 
 LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
@@ -29,7 +30,8 @@ class LoopbackCluster:
     def __init__(self, folder: Path, env: dict[str, str] | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.env = child_environment(**(env or {}))
+        # Dask configured as a sweep's LocalCluster is (no sampling profiler, slower ticks).
+        self.env = child_environment(**{**quiet_dask_env(), **(env or {})})
         self.scheduler: subprocess.Popen | None = None
         self.workers: dict[str, subprocess.Popen] = {}
         self.address = ""
