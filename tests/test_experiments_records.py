@@ -106,7 +106,9 @@ def test_routing_is_a_factor_read_from_bare_on_and_off(tmp_path):
     assert "| routing | on | off |" in text  # a factor effect, on against off
     assert "/ routing on |" in text and "/ routing off |" in text
     measured = (run_dir / "measured.md").read_text()
-    assert measured.startswith("| model | T | success (95% CI) | tried a tool | first tool right")
+    assert measured.startswith("| model | T | task success (95% CI) | safe behaviour (95% CI) |"
+                               " first tool right | args right | invented tool names / calls")
+    assert "| offline (rule-based) | 0 | 4/4 = 100%" in measured
     tool_use = {r["routing_factor"]: r for r in _csv(run_dir / "tool_use.csv")}
     assert tool_use["on"]["first_tool_right"] == "1" and tool_use["on"]["tried_a_tool"] == "1"
 

@@ -169,24 +169,32 @@ def per_call_section(table: Any) -> list[str]:
 
 
 def measured_table(df: Any) -> str:
-    """The README's "Measured" table (model x temperature, pooled over the rest)."""
+    """The README's "Measured" table: per model spec (a local model's decoding and routing
+    included) and temperature, task success apart from safe behaviour with intervals over
+    scenarios, the tool-choice measures and time per case."""
     rows = []
-    for (_spec, temperature), group in df.groupby(["model_spec", "temperature"], sort=True):
+    for (spec, temperature), group in df.groupby(["model_spec", "temperature"], sort=True):
         judged = group[group["judged"]]
-        success = _estimate(judged, "success")
-        usage = f"{_num(judged['input_tokens'].mean())} / {_num(judged['output_tokens'].mean())}"
+        attempted = judged["tools_attempted"].fillna(0)
+        invented = int((attempted - judged["tools_known"].fillna(0)).clip(lower=0).sum())
         rows.append([
-            str(group["model_label"].iloc[0]), f"{temperature:g}",
-            f"{int(judged['success'].sum())}/{len(judged)} = {_pct(success.value)} "
-            + _interval(success.low, success.high),
-            _pct(_share(judged["tools_attempted"].fillna(0) > 0)),
-            _pct(_share(judged["first_tool_right"])),
-            _num(judged["model_calls"].mean(), 2),
-            f"{_num(judged['latency_s'].quantile(0.5), 2)} / "
-            f"{_num(judged['latency_s'].quantile(0.95), 2)}", usage])
-    return "\n".join(_md(["model", "T", "success (95% CI)", "tried a tool", "first tool right",
-                          "calls/case", "latency p50 / p95 (s)", "tokens in / out per case"],
-                         rows)) + "\n"
+            "offline (rule-based)" if spec == "offline" else str(spec), f"{temperature:g}",
+            _rate_cell(judged, "capability"), _rate_cell(judged, "safe"),
+            _pct(_share(judged["first_tool_right"])), _pct(_share(judged["args_right"])),
+            f"{invented} of {int(attempted.sum())}", _num(judged["model_calls"].mean(), 2),
+            f"{_num(judged['latency_s'].quantile(0.5), 2)}", str(len(group) - len(judged))])
+    return "\n".join(_md(["model", "T", "task success (95% CI)", "safe behaviour (95% CI)",
+                          "first tool right", "args right", "invented tool names / calls",
+                          "calls/case", "p50 s/case", "errors"], rows)) + "\n"
+
+
+def _rate_cell(judged: Any, column: str) -> str:
+    applies = judged[judged[column].notna()] if column in judged else judged.iloc[:0]
+    if applies.empty:
+        return "n/a"
+    estimate = _estimate(applies, column)
+    return (f"{int(applies[column].astype(bool).sum())}/{len(applies)} = "
+            f"{_pct(estimate.value)} {_interval(estimate.low, estimate.high)}")
 
 
 def judge_lines(df: Any, meta: dict[str, Any]) -> list[str]:
