@@ -210,9 +210,14 @@ class ClusterLane:
         from distributed import KilledWorker
 
         if isinstance(exc, KilledWorker) and len(keys) > 1 and not self.closing:
-            for key in keys:  # which of them kills workers: each case alone
-                self._send((key,), needs)
-            return
+            sent = 0
+            try:
+                for key in keys:  # which of them kills workers: each case alone
+                    self._send((key,), needs)
+                    sent += 1
+                return
+            except Exception as failed:  # noqa: BLE001 - the unsent become error rows
+                keys, exc = keys[sent:], failed
         self.events.put(Event(LOST, self, keys=keys, why=_lost_why(exc)))
 
     def close(self, *, wait: bool) -> None:
