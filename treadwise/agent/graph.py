@@ -22,17 +22,13 @@ from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 
 from treadwise.agent import policy, routing
 from treadwise.agent.calls import count_reply, recorded
-from treadwise.agent.routing import Route
+from treadwise.agent.routing import EMPTY_REPLY_NUDGE, Route
 from treadwise.agent.state import TurnContext
 from treadwise.conversation import STAGE_KEY, current_turn
 from treadwise.errors import redact
 from treadwise.personas import Persona
 
 HISTORY_TURNS = 20
-EMPTY_REPLY_NUDGE = (
-    "Your previous reply was empty or could not be read. Answer my last message directly in "
-    "plain text, using the tool results above if there are any."
-)
 
 
 def format_tool_error(error: Exception) -> str:

@@ -20,6 +20,12 @@ from typing import Any
 from treadwise.conversation import STAGE_KEY
 from treadwise.settings import ROUTING_MODES
 
+# What the graph says when a model's reply was empty or unreadable: ours, not the customer's.
+EMPTY_REPLY_NUDGE = (
+    "Your previous reply was empty or could not be read. Answer my last message directly in "
+    "plain text, using the tool results above if there are any."
+)
+
 DEFAULT_ROUTING = ROUTING_MODES[0]
 HOME = "business"
 
@@ -146,8 +152,6 @@ def route_turn(mode: str, message: str, previous: str | None = None,
 
 def _typed_by_customer(message: Any) -> bool:
     """A user message the customer wrote: not a stage's material, not a nudge of ours."""
-    from treadwise.agent.graph import EMPTY_REPLY_NUDGE
-
     return message.type == "human" and not message.additional_kwargs.get(STAGE_KEY) \
         and message.text != EMPTY_REPLY_NUDGE
 
