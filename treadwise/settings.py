@@ -263,13 +263,13 @@ class Settings:
         return self.data_dir
 
 
+SETTINGS_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Settings)
+                     if f.default is not dataclasses.MISSING}
+
+
 def _default(name: str) -> Any:
     """The default of Settings field `name`: the dataclass is the one place defaults live."""
     return SETTINGS_DEFAULTS[name]
-
-
-SETTINGS_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Settings)
-                     if f.default is not dataclasses.MISSING}
 
 
 class _MappingSource(EnvSettingsSource):
