@@ -2,11 +2,13 @@
 process (the engine's overhead), 1 000 cases against a 200 ms loopback model, 2 calls each.
 
 The scheduler and both workers are real `dask` processes bound to 127.0.0.1 (a socket watch
-fails the run if anything leaves loopback); the model server is its own process and its CPU
-is counted nowhere. The cluster stands before the run, as a shared cluster does, and is warmed
-by a small run first (workers import the harness once in their life, not per run); the
-measured run's CPU is the client's whole life plus what the scheduler and workers used while
-it ran. The one-process run is a fresh `python -m experiments run`, its whole life counted.
+fails the run if anything leaves loopback), configured as `--cluster local` starts its own
+(experiments.run.cluster.QUIET_DASK: no sampling profiler, slower ticks); the model server is
+its own process and its CPU is counted nowhere. The cluster stands before the run, as a shared
+cluster does, and is warmed by a small run first (workers import the harness once in their
+life, not per run); the measured run's CPU is the client's whole life plus what the scheduler
+and workers used while it ran. The one-process run is a fresh `python -m experiments run`, its
+whole life counted.
 CLUSTER_CASES=120 gives quick (noisier) settings.
 """
 

@@ -153,7 +153,8 @@ def main() -> None:
     agent = Agent(settings, tools=[], models={SPEC: model})
     system = SystemMessage(build_system_prompt(get_persona("friendly")))
     llm = Llama(model_path=model.model_path, n_ctx=model.n_ctx, verbose=False,
-                n_threads=_threads(), n_threads_batch=_threads())
+                n_threads=_threads(settings.local_threads),
+                n_threads_batch=_threads(settings.local_threads))
 
     def prompt(question: str) -> str:
         return "".join(model.turn([system, HumanMessage(question)]).prose_blocks())

@@ -22,7 +22,7 @@ from treadwise.testing.dask_cluster import (
     LoopbackCluster,
     TaskLog,
     loaded_engines,
-    started_tasks,
+    started_cases,
 )
 from treadwise.testing.loopback import OpenAIServer, Reply, tool_then_answer
 from treadwise.web.experiments_tab import run_choices
@@ -149,7 +149,7 @@ def test_300_cases_on_two_workers_one_killed_mid_run_each_case_once(repo, tmp_pa
     assert f"on the Dask cluster at {cluster.address}: 2 workers" in err
     # The web Experiments tab lists it, saying where it ran.
     assert "on a Dask cluster" in run_choices(out)[0][0]
-    started = started_tasks(tmp_path / "tasks")
+    started = started_cases(tmp_path / "tasks")
     # The cases w1 had started and never sent back ran again on w2.
     kept_from_w1 = meta["cluster"]["cases_by_worker"][
         next(a for a in meta["cluster"]["cases_by_worker"] if a not in _addresses(cluster))]
@@ -196,11 +196,10 @@ def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_pa
                                  "--cluster", cluster.address))
     assert code == 0, err
     assert_every_case_once(out, set(keys))
-    started = started_tasks(tmp_path / "tasks")
+    started = started_cases(tmp_path / "tasks")
     local = {k for k, model in keys.items() if model == LOCAL_SPEC}
-    ran_without = {k for k in keys
-                   if any(t.endswith(f"-{k}") for t in started.get("w1", []) + started["w2"])}
-    ran_with = {k for k in keys if any(t.endswith(f"-{k}") for t in started["with-model"])}
+    ran_without = set(keys) & set(started.get("w1", []) + started.get("w2", []))
+    ran_with = set(keys) & set(started["with-model"])
     assert local and local <= ran_with and not local & ran_without
     # The model was loaded once, in the worker that offers it, and nowhere else.
     assert cluster.client().run(loaded_engines) == {

@@ -63,6 +63,9 @@ def test_a_visitor_keeps_one_arm_and_their_ratings_carry_no_text(app) -> None:
     client.predict(last, "up", api_name="/rate")
     client.predict(len(first) - 1, "down", api_name="/rate")
     client.predict(len(first) - 1, "none", api_name="/rate")  # undone
+    assert "score 4 is saved" in client.predict("4", api_name="/score")
+    client.predict("2", api_name="/score")  # a second score replaces the first
+    assert "from 1 to 5" in client.predict("nine", api_name="/score")
     others = [guest(url) for _ in range(2)]
     for other in others:
         send(other, "Hi")
@@ -79,12 +82,16 @@ def test_a_visitor_keeps_one_arm_and_their_ratings_carry_no_text(app) -> None:
     ratings = [(e["kind"], e["value"]) for e in events if e["visitor"] == visitor]
     assert ratings.count(("turn", 1.0)) == 2 and ("rating", 1.0) in ratings
     assert ("rating", -1.0) not in ratings, "the undone rating is still stored"
+    assert [r for r in ratings if r[0] == "score"] == [("score", 2.0)]
     assert len(store.assignments("tone")) == 3
     # No message text anywhere: not in a column, not in the file's bytes (pages and WAL).
     answer = chat_text(second).split("\n")[0][:40]
     with sqlite3.connect(data_dir / DB_NAME) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        for table in ("live_experiments", "live_assignments", "live_events"):
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE "
+                                                 "type = 'table'")]
+        assert {"live_events", "live_picks"} <= set(tables)
+        for table in tables:
             for row in db.execute(f"SELECT * FROM {table}"):
                 assert not any(MARKER.split()[0] in str(v) for v in row)
     raw = b"".join(p.read_bytes() for p in data_dir.glob(f"{DB_NAME}*"))

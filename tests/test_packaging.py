@@ -21,7 +21,7 @@ WHEELHOUSE = Path.home() / ".cache" / "treadwise-test-wheelhouse"
 NOT_SOURCE = shutil.ignore_patterns(".git", "results", "data", "build", "*.egg-info",
                                     "__pycache__", ".venv", "venv", "test-output", ".*_cache",
                                     ".hypothesis", "benchmarks", "docs", "tests")
-IMPORTS = ("import treadwise, experiments, treadwise.agent, treadwise.web.app, "
+IMPORTS = ("import treadwise, experiments, treadwise.agent, treadwise.web.gradio_app, "
            "treadwise.tools.math, experiments.cli, experiments.analyse.report; "
            "print(treadwise.__file__)")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from treadwise.settings import PROVIDER_VARIABLES, Settings
+from treadwise.settings import PROVIDER_VARIABLES, EnvironmentSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 READERS = {"getenv", "getenvb", "environb"}
@@ -68,13 +68,19 @@ def documented() -> dict[str, str]:
 
 
 def variable(field: dataclasses.Field) -> str:
-    return f"TREADWISE_{field.name.upper()}"
+    """The variable a Settings field is read from, as the pydantic-settings model names it."""
+    return EnvironmentSettings.variables()[field.name]
+
+
+def test_the_environment_model_has_one_field_per_setting() -> None:
+    fields = {f.name for f in dataclasses.fields(Settings)} - {"environment"}
+    assert set(EnvironmentSettings.model_fields) == fields
+    assert EnvironmentSettings.variables()["timeout_s"] == "TREADWISE_TIMEOUT_S"
 
 
 def test_the_readme_table_lists_every_setting_and_nothing_else() -> None:
-    fields = [f for f in dataclasses.fields(Settings) if f.name != "environment"]
-    ours = {variable(f) for f in fields} | {v for v in PROVIDER_VARIABLES
-                                             if v.startswith("TREADWISE_")}
+    ours = set(EnvironmentSettings.variables().values()) | {v for v in PROVIDER_VARIABLES
+                                                            if v.startswith("TREADWISE_")}
     table = documented()
     assert sorted(ours - set(table)) == [], "add these to README's settings table"
     assert sorted(set(table) - ours - set(PROVIDER_VARIABLES)) == [], "Settings does not know"
@@ -84,6 +90,8 @@ def test_the_readme_defaults_are_the_fields_defaults() -> None:
     table = documented()
     checked = 0
     for field in dataclasses.fields(Settings):
+        if field.name == "environment":
+            continue
         cell = table.get(variable(field), "")
         if not re.fullmatch(r"`[^`]+`", cell) or not isinstance(field.default, int | float | str
                                                                    | Path):
@@ -110,11 +118,65 @@ def test_every_setting_is_read_from_its_variable(tmp_path: Path) -> None:
     assert "sk-x" not in repr(settings)
 
 
+def test_an_empty_environment_gives_the_fields_defaults() -> None:
+    settings = Settings.from_env({})
+    assert dataclasses.replace(settings, data_dir=Path("data")) == Settings()
+    assert settings.data_dir == Path("data").resolve()
+
+
+def test_a_given_mapping_is_never_topped_up_from_the_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TREADWISE_MODEL", "openai:gpt-4o-mini")
+    monkeypatch.setenv("TREADWISE_TIMEOUT_S", "soon")
+    assert Settings.from_env({}).model == "offline"
+    assert Settings().model == "offline"  # built by hand: no environment at all
+    with pytest.raises(ValueError, match="TREADWISE_TIMEOUT_S must be a number"):
+        Settings.from_env()
+
+
+def test_lists_are_comma_separated_not_json_and_names_are_exact() -> None:
+    settings = Settings.from_env({
+        "TREADWISE_HOST": " 0.0.0.0 ", "TREADWISE_AUTH": "ann:pw1, bob:pw2",
+        "TREADWISE_PUBLIC_MODELS": "offline, openai:gpt-4o-mini,",
+        "TREADWISE_TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1",
+        "TREADWISE_CONSISTENCY_APPROACHES": "react steps", "TREADWISE_ROUTING": " OFF ",
+        "TREADWISE_PORT": "8080.0", "TREADWISE_LOCAL_THREADS": "many", "treadwise_model": "x"})
+    assert settings.auth == (("ann", "pw1"), ("bob", "pw2"))
+    assert settings.admins == ("ann", "bob")  # unset: every user of TREADWISE_AUTH
+    assert settings.public_models == ("offline", "openai:gpt-4o-mini")
+    assert settings.trusted_proxies == ("10.0.0.0/8", "127.0.0.1")
+    assert settings.consistency_approaches == ("react", "steps")
+    assert (settings.host, settings.routing, settings.port) == ("0.0.0.0", "off", 8080)
+    assert (settings.public, settings.session_rate) == (True, 10.0)  # not loopback
+    assert settings.local_threads == 0 and settings.model == "offline"
+
+
+def test_blank_values_keep_the_defaults() -> None:
+    blank = {variable: " " for variable in EnvironmentSettings.variables().values()}
+    assert dataclasses.replace(Settings.from_env(blank), data_dir=Path("data")) == Settings()
+
+
 @pytest.mark.parametrize(("env", "why"), [
     ({"TREADWISE_TIMEOUT_S": "soon"}, "TREADWISE_TIMEOUT_S must be a number, got 'soon'"),
     ({"TREADWISE_MATH_TIMEOUT_S": "0"}, "TREADWISE_MATH_TIMEOUT_S must be between 0 and 600"),
-    ({"TREADWISE_PUBLIC": "maybe"}, "TREADWISE_PUBLIC must be 1 or 0"),
+    ({"TREADWISE_PUBLIC": "maybe"}, "TREADWISE_PUBLIC must be 1 or 0, got 'maybe'"),
+    ({"TREADWISE_AUTH": "ann"}, "TREADWISE_AUTH must look like user:password"),
+    ({"TREADWISE_TRUSTED_PROXIES": "10.0.0.1,proxy"},
+     "TREADWISE_TRUSTED_PROXIES must list IP addresses or networks .* \\(got 'proxy'\\)"),
+    ({"TREADWISE_SECRET_KEY": "short"}, "TREADWISE_SECRET_KEY must be at least 16 characters"),
+    ({"TREADWISE_DATABASE_URL": "mysql://u:secret@h"},
+     "TREADWISE_DATABASE_URL must be a postgresql:// URL \\(got 'mysql'\\)"),
+    ({"TREADWISE_RETENTION_DAYS": "-1"}, "TREADWISE_RETENTION_DAYS must be 0 \\(keep everything"),
+    ({"TREADWISE_PORT": "nan"}, "TREADWISE_PORT must be a whole number, got 'nan'"),
 ])
 def test_a_bad_value_is_one_line_naming_the_variable(env: dict[str, str], why: str) -> None:
-    with pytest.raises(ValueError, match=why):
+    with pytest.raises(ValueError, match=why) as raised:
         Settings.from_env(env)
+    assert type(raised.value) is ValueError and "\n" not in str(raised.value)
+    assert "secret" not in str(raised.value)
+
+
+def test_every_bad_value_is_named_at_once() -> None:
+    with pytest.raises(ValueError) as raised:
+        Settings.from_env({"TREADWISE_TIMEOUT_S": "soon", "TREADWISE_AUTH": "ann"})
+    assert "TREADWISE_TIMEOUT_S" in str(raised.value) and "TREADWISE_AUTH" in str(raised.value)

@@ -19,9 +19,11 @@ def add_parser(commands: Any) -> None:
                        ("report", "per-arm rates with anytime-valid intervals, and the call")):
         action = actions.add_parser(name, help=text)
         action.add_argument("name", metavar="NAME")
-    export = actions.add_parser("export", help="the experiment's events as CSV")
+    export = actions.add_parser("export", help="the experiment's events (or picks) as CSV")
     export.add_argument("name", metavar="NAME")
     export.add_argument("--out", type=Path, default=None, help="file to write (default: stdout)")
+    export.add_argument("--picks", action="store_true",
+                        help="the side-by-side picks (arm pair, winner) instead of the events")
     actions.add_parser("list", help="every live experiment, newest first")
 
 
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.live_command == "report":
         print(report(store, args.name).text())
     elif args.live_command == "export":
-        text = events_csv(store, args.name)
+        text = events_csv(store, args.name, picks=args.picks)
         if args.out is None:
             sys.stdout.write(text)
         else:

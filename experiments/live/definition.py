@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -46,6 +47,9 @@ class LiveExperiment(Strict):
     # The stopping rule: stop when the report names a better arm, or at this many visitors.
     max_visitors: Annotated[int, Field(ge=10)] = 2000
     alpha: Annotated[float, Field(gt=0.0, lt=0.5)] = 0.05
+    # Side by side: each message is answered by two arms (a random pair, by weight) and the
+    # visitor picks the better answer; the report ranks the arms by Bradley-Terry.
+    side_by_side: bool = False
     description: str = ""
 
     @model_validator(mode="after")
@@ -67,6 +71,13 @@ class LiveExperiment(Strict):
             if point < 0:
                 return arm
         return self.arms[-1]
+
+    def pair(self, rng: random.Random) -> tuple[Arm, Arm]:
+        """Two different arms drawn by weight, in a random order (which is shown first)."""
+        first = rng.choices(self.arms, [a.weight for a in self.arms])[0]
+        rest = [a for a in self.arms if a is not first]
+        second = rng.choices(rest, [a.weight for a in rest])[0]
+        return (first, second) if rng.random() < 0.5 else (second, first)
 
 
 def parse_experiment(text: str, where: str = "experiment") -> LiveExperiment:
@@ -112,6 +123,19 @@ def _check_arms(experiment: LiveExperiment, where: str) -> None:
             parse_spec(arm.model)
         except ValueError as exc:
             raise LiveError(f"{where}: arm {arm.name}: {exc}") from None
+    if experiment.side_by_side:
+        _check_pairs(experiment, where)
+
+
+def _check_pairs(experiment: LiveExperiment, where: str) -> None:
+    """Side by side pairs different assistants: two identical arms would be a coin toss."""
+    seen: dict[tuple, str] = {}
+    for arm in experiment.arms:
+        same = seen.setdefault((arm.persona, arm.model, arm.temperature, arm.strategy), arm.name)
+        if same != arm.name:
+            raise LiveError(f"{where}: side_by_side: arms {same} and {arm.name} are the same "
+                            "assistant (persona, model, temperature, strategy); side by side "
+                            "needs arms that differ")
 
 
 def from_stored(definition: dict[str, Any]) -> LiveExperiment:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 from collections import defaultdict
@@ -10,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.live.definition import LiveExperiment, from_stored
+from experiments.live.ranking import Strength, rank
 from experiments.live.sequential import (
     MIN_VISITORS,
     Interval,
     difference_interval,
     rate_interval,
 )
-from treadwise.storage.live_store import EVENT_COLUMNS, LiveStore
+from treadwise.storage.live_store import BOTH_BAD, EVENT_COLUMNS, PICK_COLUMNS, TIE, LiveStore
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,17 @@ class ArmSummary:
     error_rate: float  # failed replies / replies
     leads_per_visitor: float
     versus_control: Interval | None
+    score: Interval  # the mean feedback score (1-5) over visitors who gave one
+
+
+@dataclass(frozen=True)
+class PairCount:
+    """How often a pair of arms was compared side by side, and how the picks went."""
+
+    arms: tuple[str, str]
+    wins: tuple[int, int]
+    ties: int
+    both_bad: int
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,9 @@ class LiveReport:
     status: str
     arms: list[ArmSummary]
     better: str | None  # the arm the report may call better, or None
+    ranking: list[Strength] = dataclasses.field(default_factory=list)  # side by side
+    pairs: list[PairCount] = dataclasses.field(default_factory=list)
+    pickers: int = 0  # visitors who picked at least once
 
     def text(self) -> str:
         return render(self)
@@ -59,9 +75,39 @@ def visitor_rates(events: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return rates
 
 
+def visitor_scores(events: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """arm -> each scoring visitor's feedback score, put on 0-1 ((score - 1) / 4)."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    for event in events:
+        if event["kind"] == "score":
+            scores[event["arm"]].append((event["value"] - 1) / 4)
+    return scores
+
+
+def score_interval(values: list[float], alpha: float) -> Interval:
+    """The mean score on its 1-5 scale, with the rate's confidence sequence mapped there."""
+    found = rate_interval(values, alpha)
+    return Interval(1 + 4 * found.estimate, 1 + 4 * found.low, 1 + 4 * found.high, found.n)
+
+
+def pair_counts(experiment: LiveExperiment, picks: list[dict[str, Any]]) -> list[PairCount]:
+    found: dict[tuple[str, str], list[int]] = {}
+    order = {arm.name: n for n, arm in enumerate(experiment.arms)}
+    for pick in picks:
+        first, second = sorted((pick["arm_a"], pick["arm_b"]), key=lambda a: order.get(a, 99))
+        pair = (first, second)
+        counts = found.setdefault(pair, [0, 0, 0, 0])
+        winner = pick["winner"]
+        column = {pair[0]: 0, pair[1]: 1, TIE: 2, BOTH_BAD: 3}.get(winner)
+        if column is not None:
+            counts[column] += 1
+    return [PairCount(pair, (c[0], c[1]), c[2], c[3]) for pair, c in found.items()]
+
+
 def analyse(experiment: LiveExperiment, events: list[dict[str, Any]],
-            assignments: list[dict[str, Any]], status: str = "running") -> LiveReport:
-    rates = visitor_rates(events)
+            assignments: list[dict[str, Any]], status: str = "running",
+            picks: list[dict[str, Any]] | None = None) -> LiveReport:
+    rates, scores = visitor_rates(events), visitor_scores(events)
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for event in events:
         counts[(event["arm"], event["kind"])] += 1
@@ -84,8 +130,13 @@ def analyse(experiment: LiveExperiment, events: list[dict[str, Any]],
             turns / visitors if visitors else 0.0,
             counts[(arm.name, "error")] / turns if turns else 0.0,
             counts[(arm.name, "lead")] / visitors if visitors else 0.0,
-            difference_interval(control, values, alpha) if index else None))
-    return LiveReport(experiment, status, summaries, _better(summaries))
+            difference_interval(control, values, alpha) if index else None,
+            score_interval(scores[arm.name], experiment.alpha)))
+    picks = picks or []
+    ranking = (rank(picks, [arm.name for arm in experiment.arms], experiment.alpha)
+               if picks else [])
+    return LiveReport(experiment, status, summaries, _better(summaries), ranking,
+                      pair_counts(experiment, picks), len({p["visitor"] for p in picks}))
 
 
 def _better(arms: list[ArmSummary]) -> str | None:
@@ -103,7 +154,7 @@ def report(store: LiveStore, name: str) -> LiveReport:
     if found is None:
         raise ValueError(f"there is no live experiment named {name!r}")
     return analyse(from_stored(found["definition"]), store.events(name),
-                   store.assignments(name), found["status"])
+                   store.assignments(name), found["status"], store.picks(name))
 
 
 def _percent(interval: Interval) -> str:
@@ -120,21 +171,32 @@ def _signed(interval: Interval | None) -> str:
     return f"{interval.estimate:+.1%} [{interval.low:+.1%}, {interval.high:+.1%}]"
 
 
+def _score(interval: Interval) -> str:
+    if math.isnan(interval.estimate):
+        return "none yet"
+    return f"{interval.estimate:.2f} [{interval.low:.2f}, {interval.high:.2f}]"
+
+
 def render(result: LiveReport) -> str:
-    experiment, confidence = result.experiment, 1 - result.experiment.alpha
+    experiment = result.experiment
+    if experiment.side_by_side:
+        return "\n".join(_side_by_side(result))
+    confidence = 1 - experiment.alpha
     total = sum(a.visitors for a in result.arms)
     lines = [f"# Live experiment {experiment.name} ({result.status}, {total} visitors)", "",
              f"Rates are per visitor (each visitor's share of replies rated up, one number per "
              f"visitor), with {confidence:.0%} anytime-valid intervals (a normal-mixture "
-             "confidence sequence, mSPRT): they stay valid however often this report is read.",
+             "confidence sequence, mSPRT): they stay valid however often this report is read. "
+             "A feedback score is one per visitor (1 to 5, their last), with the same kind of "
+             "interval.",
              "", "| arm | persona | model | visitors | raters | up | down | rate up "
-             "| vs control | turns/visitor | error rate | leads/visitor |",
-             "|---|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|"]
+             "| vs control | turns/visitor | error rate | leads/visitor | scores | score |",
+             "|---|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---|"]
     for a in result.arms:
         lines.append(f"| {a.name} | {a.persona} | {a.model} | {a.visitors} | {a.raters} | "
                      f"{a.ups} | {a.downs} | {_percent(a.rate)} | {_signed(a.versus_control)} "
                      f"| {a.turns_per_visitor:.2f} | {a.error_rate:.1%} | "
-                     f"{a.leads_per_visitor:.2f} |")
+                     f"{a.leads_per_visitor:.2f} | {a.score.n} | {_score(a.score)} |")
     lines.append("")
     if result.better:
         lines.append(f"better arm {result.better}: its difference's confidence sequence "
@@ -149,13 +211,49 @@ def render(result: LiveReport) -> str:
     return "\n".join(lines)
 
 
-def events_csv(store: LiveStore, name: str) -> str:
-    """The experiment's events as CSV: ids, kinds and numbers, never any message text."""
+def _side_by_side(result: LiveReport) -> list[str]:
+    experiment, confidence = result.experiment, 1 - result.experiment.alpha
+    control = experiment.arms[0].name
+    lines = [f"# Live experiment {experiment.name} (side by side, {result.status}, "
+             f"{result.pickers} visitors picked)", "",
+             "Each message was answered by two arms, in a random order and unnamed until the "
+             "visitor picked the better answer (or a tie, or both bad). Bradley-Terry "
+             f"strengths are log-odds of being picked over {control} (fitted by maximum "
+             f"likelihood on the decisive picks), with {confidence:.0%} intervals from a "
+             "bootstrap over visitors (a visitor's picks count together).", "",
+             "| rank | arm | persona | model | strength | P(picked over "
+             f"{control}) | decisive picks | error rate |", "|---:|---|---|---|---|---|---:|---:|"]
+    arms = {a.name: a for a in result.arms}
+    for place, s in enumerate(result.ranking, 1):
+        arm, (p, low, high) = arms[s.arm], s.beats_control
+        strength = ("0 (reference)" if s.arm == control else
+                    f"{s.estimate:+.2f} [{s.low:+.2f}, {s.high:+.2f}]")
+        chance = "-" if s.arm == control else f"{p:.1%} [{low:.1%}, {high:.1%}]"
+        lines.append(f"| {place} | {s.arm} | {arm.persona} | {arm.model} | {strength} | "
+                     f"{chance} | {s.picks} | {arm.error_rate:.1%} |")
+    if not result.ranking:
+        lines.append("| - | no decisive pick yet | | | | | | |")
+    lines += ["", "| pair | first won | second won | tie | both bad |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {p.arms[0]} vs {p.arms[1]} | {p.wins[0]} | {p.wins[1]} | {p.ties} | "
+              f"{p.both_bad} |" for p in result.pairs]
+    lines += ["", f"Stopping rule: stop at {experiment.max_visitors} visitors who picked, then "
+              "read the ranking: an arm is stronger than another when their strengths' "
+              "intervals do not overlap, than the reference when its interval excludes 0. "
+              "These intervals are fixed-sample ones, not anytime-valid: decide once, at the "
+              "stop, not at every look."]
+    return lines
+
+
+def events_csv(store: LiveStore, name: str, picks: bool = False) -> str:
+    """The experiment's events (or side-by-side picks) as CSV: ids, kinds and numbers, never
+    any message text."""
     if store.get(name) is None:
         raise ValueError(f"there is no live experiment named {name!r}")
+    columns, rows = (PICK_COLUMNS, store.picks(name)) if picks else (EVENT_COLUMNS,
+                                                                       store.events(name))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(EVENT_COLUMNS)
-    for event in store.events(name):
-        writer.writerow([event[column] for column in EVENT_COLUMNS])
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([row[column] for column in columns])
     return out.getvalue()

@@ -1,5 +1,6 @@
 """Cases on a Dask cluster: a scheduler's address (or a LocalCluster started here), the run
-handed to every worker once, one task per case, each record streamed back to this client."""
+handed to every worker once, a task per small batch of cases, each batch's records streamed
+back to this client as it finishes."""
 
 from __future__ import annotations
 
@@ -12,13 +13,29 @@ from pathlib import Path
 from typing import Any
 
 from experiments.define.grid import Case
-from experiments.run.cluster_worker import RunSpec, SweepOnWorker, is_local, resource, run_case
+from experiments.run.cluster_worker import RunSpec, SweepOnWorker, is_local, resource, run_cases
 from experiments.run.lanes import GONE, LOST, RECORD, Event
 from experiments.store.run_store import GRID_COPY, PRICES_COPY, SCENARIOS_COPY
 
 LOCAL = "local"
 CONNECT_TIMEOUT_S = 10
 CAPACITY_REFRESH_S = 2.0
+# Cases a task carries at most. Each task costs the scheduler, a worker's event loop and this
+# client a few milliseconds of CPU whatever it runs (benchmarks/cluster_sweep.py), as much as
+# a case's own work; a few cases a task share it.
+BATCH_MAX = 4
+# What Dask does on every worker and scheduler that a sweep does not need: its sampling
+# profiler walks every running thread's stack 100 times a second (a tenth of a busy worker's
+# CPU at 16 threads), and its event-loop tick (every 20 ms), system monitor (500 ms) and
+# memory monitor (100 ms) keep an idle process at 2% of a core. Used for the LocalCluster
+# started here and the test clusters; a shared cluster's processes take it from their own
+# config or environment (quiet_dask_env, experiments/README.md).
+QUIET_DASK: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
 
 
 class ClusterError(ValueError):
@@ -66,10 +83,14 @@ def connect(address: str, *, workers: int, threads: int,
         if name.split(".")[0] == "distributed":
             logging.getLogger(name).setLevel(logging.CRITICAL)
     if address == LOCAL:
-        cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=threads, processes=True, host="127.0.0.1",
-            scheduler_port=0, dashboard_address=None, silence_logs=logging.CRITICAL,
-            resources={resource(model): 1 for model in local_models or []} or None)
+        import dask
+
+        with dask.config.set(QUIET_DASK):  # handed on to the worker processes by their nannies
+            cluster = LocalCluster(
+                n_workers=workers, threads_per_worker=threads, processes=True,
+                host="127.0.0.1", scheduler_port=0, dashboard_address=None,
+                silence_logs=logging.CRITICAL,
+                resources={resource(model): 1 for model in local_models or []} or None)
         return Cluster(Client(cluster), cluster.scheduler_address, cluster)
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S)
@@ -77,6 +98,12 @@ def connect(address: str, *, workers: int, threads: int,
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: "
                            f"{_first_line(exc)}") from None
     return Cluster(client, address)
+
+
+def quiet_dask_env() -> dict[str, str]:
+    """QUIET_DASK as the environment variables a `dask scheduler` or `dask worker` reads."""
+    return {"DASK_" + name.replace(".", "__").replace("-", "_").upper(): str(value)
+            for name, value in QUIET_DASK.items()}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -92,12 +119,25 @@ def run_spec(run_dir: Path, cache: Path | None, rate_share: float, package_versi
                    str(cache) if cache else None, rate_share, package_version, git_commit)
 
 
+def batch_key(run_id: str, keys: tuple[str, ...]) -> str:
+    """A batch's Dask key: its run and its cases (what a worker's task log shows)."""
+    return f"cases-{run_id}/" + "+".join(keys)
+
+
+def batch_cases(task_key: str) -> list[str]:
+    """The case keys a batch_key names."""
+    return task_key.split("/", 1)[1].split("+") if "/" in task_key else []
+
+
 @dataclass
 class ClusterLane:
-    """The lane the runner drives when cases run on a cluster: each case a Dask task (a local
-    model's case restricted to the workers offering it), its record put on the events queue
-    when it comes back. A worker's death is the scheduler's to handle: it runs that worker's
-    cases again elsewhere, and only a case that killed several workers comes back an error."""
+    """The lane the runner drives when cases run on a cluster: cases go out in small batches,
+    a Dask task each (a local model's cases restricted to the workers offering it), and a
+    batch's records are put on the events queue when it comes back. Cases in flight never
+    exceed the cluster's threads, batched or not. A worker's death is the scheduler's to
+    handle: it runs that worker's batches again elsewhere (nothing of them was kept); a batch
+    that killed several workers is split and each case tried alone, so only a case that kills
+    workers itself comes back an error."""
 
     cluster: Cluster
     spec: RunSpec
@@ -106,7 +146,8 @@ class ClusterLane:
     closing: bool = False  # cancelled by close(), not by a lost scheduler
     placed: dict[str, int] = field(default_factory=dict)  # worker -> cases it ran
     _futures: dict[str, Any] = field(default_factory=dict)
-    _capacity: tuple[float, int] = (0.0, 1)
+    _pending: dict[str | None, list[str]] = field(default_factory=dict)  # resource -> keys
+    _capacity: tuple[float, int, int] = (0.0, 1, 1)  # (checked, threads, batch size)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -116,45 +157,74 @@ class ClusterLane:
     def capacity(self) -> int:
         """Cases kept in flight: every thread of the cluster's workers (at least one, so a
         run waits for workers rather than ending), refreshed every few seconds."""
-        checked, threads = self._capacity
+        checked, threads, batch = self._capacity
         if time.monotonic() - checked > CAPACITY_REFRESH_S:
             threads = max(1, self.cluster.threads())
-            self._capacity = (time.monotonic(), threads)
+            # At least two batches a worker, so the scheduler can share them out.
+            batch = max(1, min(BATCH_MAX, threads // max(1, self.cluster.workers()) // 2))
+            self._capacity = (time.monotonic(), threads, batch)
         return threads
 
     def submit(self, case: Case) -> None:
+        """Queue a case for the next flush(), with the cases needing the same workers."""
         model = case.cell.model
-        future = self.cluster.client.submit(
-            run_case, self.spec.run_id, case.key, key=f"case-{self.spec.run_id}-{case.key}",
-            pure=False, resources={resource(model): 1} if is_local(model) else None)
+        self._pending.setdefault(resource(model) if is_local(model) else None,
+                                 []).append(case.key)
         self.in_flight += 1
-        with self._lock:
-            self._futures[case.key] = future
-        future.add_done_callback(lambda done, key=case.key: self._done(key, done))
 
-    def _done(self, key: str, future: Any) -> None:
-        """On Dask's callback thread: the record, a lost case, or the scheduler gone."""
+    def flush(self) -> None:
+        """Send the queued cases, a task per batch."""
+        batch = self._capacity[2]
+        for needs, keys in self._pending.items():
+            for at in range(0, len(keys), batch):
+                self._send(tuple(keys[at:at + batch]), needs)
+        self._pending.clear()
+
+    def _send(self, keys: tuple[str, ...], needs: str | None) -> None:
+        key = batch_key(self.spec.run_id, keys)
+        future = self.cluster.client.submit(run_cases, self.spec.run_id, keys, key=key,
+                                            pure=False, resources={needs: 1} if needs else None)
         with self._lock:
-            self._futures.pop(key, None)
+            self._futures[key] = future
+        future.add_done_callback(lambda done: self._done(keys, needs, done))
+
+    def _done(self, keys: tuple[str, ...], needs: str | None, future: Any) -> None:
+        """On Dask's callback thread: the records, a lost batch, or the scheduler gone."""
+        with self._lock:
+            self._futures.pop(future.key, None)
         if future.status == "cancelled":
-            if self.closing:
-                return
-            self.events.put(Event(GONE, self, keys=(key,),
-                                  why=gone_message(self.cluster.address)))
+            if not self.closing:
+                self.events.put(Event(GONE, self, keys=keys,
+                                      why=gone_message(self.cluster.address)))
             return
         try:
-            record, worker = future.result()
-        except Exception as exc:  # noqa: BLE001 - every failure is this case's error row
-            self.events.put(Event(LOST, self, keys=(key,), why=_lost(exc)))
+            records, worker = future.result()
+        except Exception as exc:  # noqa: BLE001 - every failure is these cases' error rows
+            self._lost(keys, needs, exc)
             return
         with self._lock:
-            self.placed[worker] = self.placed.get(worker, 0) + 1
-        self.events.put(Event(RECORD, self, record))
+            self.placed[worker] = self.placed.get(worker, 0) + len(records)
+        self.events.put(Event(RECORD, self, tuple(records)))
+
+    def _lost(self, keys: tuple[str, ...], needs: str | None, exc: BaseException) -> None:
+        from distributed import KilledWorker
+
+        if isinstance(exc, KilledWorker) and len(keys) > 1 and not self.closing:
+            sent = 0
+            try:
+                for key in keys:  # which of them kills workers: each case alone
+                    self._send((key,), needs)
+                    sent += 1
+                return
+            except Exception as failed:  # noqa: BLE001 - the unsent become error rows
+                keys, exc = keys[sent:], failed
+        self.events.put(Event(LOST, self, keys=keys, why=_lost_why(exc)))
 
     def close(self, *, wait: bool) -> None:
         """Cancel what is still queued or running (the records that came back are kept),
         and take the run back from the workers."""
         self.closing = True
+        self._pending.clear()
         with self._lock:
             left = list(self._futures.values())
         client = self.cluster.client
@@ -168,7 +238,7 @@ class ClusterLane:
             logging.getLogger(__name__).debug("cluster cleanup failed", exc_info=True)
 
 
-def _lost(exc: BaseException) -> str:
+def _lost_why(exc: BaseException) -> str:
     from distributed import KilledWorker
 
     if isinstance(exc, KilledWorker):

@@ -1,9 +1,11 @@
-"""A Dask worker's part in a sweep: the run built once per worker, each case it is sent run."""
+"""A Dask worker's part in a sweep: the run built once per worker, each batch of cases it is
+sent run on its threads."""
 
 from __future__ import annotations
 
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,7 +53,10 @@ class RunSpec:
 class SweepOnWorker(WorkerPlugin):
     """Sent once to every worker of the cluster (and to workers that join later). The run is
     built on the first case a worker gets, in one of its threads, and kept for the others:
-    models, tools and judge once per worker, a local model loaded once per worker."""
+    models, tools and judge once per worker, a local model loaded once per worker. The cases
+    run on a pool of as many threads as the worker has: a batch's cases run side by side, and
+    however many batches the scheduler hands one worker, it never runs more cases at once than
+    it has threads."""
 
     def __init__(self, spec: RunSpec):
         self.spec = spec
@@ -59,6 +64,8 @@ class SweepOnWorker(WorkerPlugin):
         self._lock = threading.Lock()
         self._built: tuple[Any, dict[str, Any], Any] | None = None
         self._offers: frozenset[str] = frozenset()
+        self._threads = 1
+        self._pool: ThreadPoolExecutor | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"spec": self.spec}
@@ -68,11 +75,14 @@ class SweepOnWorker(WorkerPlugin):
 
     def setup(self, worker: Any) -> None:
         self._offers = frozenset(worker.state.total_resources)
+        self._threads = max(1, worker.state.nthreads)
         _RUNS[self.spec.run_id] = self
 
     def teardown(self, worker: Any) -> None:
         if _RUNS.get(self.spec.run_id) is self:
             del _RUNS[self.spec.run_id]
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         if self._built is not None:
             self._built[2].close()
 
@@ -82,6 +92,12 @@ class SweepOnWorker(WorkerPlugin):
             if self._built is None:
                 self._built = self._build()
             return self._built
+
+    def pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="case")
+            return self._pool
 
     def _build(self) -> tuple[Any, dict[str, Any], Any]:
         from experiments.define.grid import load_grid
@@ -121,15 +137,21 @@ class SweepOnWorker(WorkerPlugin):
         return folder
 
 
-def run_case(run_id: str, key: str) -> tuple[CaseRecord, str]:
-    """The Dask task: run one case of a run on this worker; (its record, this worker)."""
+def run_cases(run_id: str, keys: tuple[str, ...]) -> tuple[list[CaseRecord], str]:
+    """The Dask task: run a batch of a run's cases on this worker; (their records, this
+    worker). Nothing of a batch is kept until all of it comes back, so a batch lost with its
+    worker is simply run again elsewhere."""
     worker = get_worker()
     sweep = _RUNS.get(run_id)
     if sweep is None:
         raise RuntimeError(f"worker {worker.address} was not given run {run_id}")
     runner, cases, prepared = sweep.build()
-    case = cases[key]
-    if (reason := prepared.skipped.get(case.cell.model)) is not None:
-        return runner.harness_error(case, f"worker {worker.address} cannot run "
-                                          f"{case.cell.model}: {reason}"), worker.address
-    return runner.run(case), worker.address
+
+    def run(key: str) -> CaseRecord:
+        case = cases[key]
+        if (reason := prepared.skipped.get(case.cell.model)) is not None:
+            return runner.harness_error(case, f"worker {worker.address} cannot run "
+                                              f"{case.cell.model}: {reason}")
+        return runner.run(case)
+
+    return list(sweep.pool().map(run, keys)), worker.address

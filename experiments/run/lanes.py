@@ -25,7 +25,7 @@ class LaneGone(ValueError):
 class Event:
     kind: str
     lane: Any
-    record: CaseRecord | None = None
+    records: tuple[CaseRecord, ...] = ()  # a batch's records come back together
     keys: tuple[str, ...] = ()
     why: str = ""
 
@@ -47,8 +47,11 @@ class LocalLane:
         self.in_flight += 1
         self._pool.submit(self._run, case)
 
+    def flush(self) -> None:
+        """Nothing waits here: each case went to the pool when submitted."""
+
     def _run(self, case: Case) -> None:
-        self.events.put(Event(RECORD, self, self.runner.run(case)))
+        self.events.put(Event(RECORD, self, (self.runner.run(case),)))
 
     def close(self, *, wait: bool) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=True)

@@ -230,11 +230,12 @@ def _drive(lane: Any, events: queue.SimpleQueue, cases: Iterator[Case], sink: Ru
             launched += 1
         if in_flight == 0:
             return launched, stop
+        lane.flush()  # what was launched goes out (a cluster's lane sends it in batches)
         event = events.get()
         if event.kind == GONE:
             raise LaneGone(event.why)
         records = [lost_record(key, event.why) for key in event.keys] if event.kind == LOST \
-            else [event.record]
+            else event.records
         for record in records:
             lane.in_flight -= 1
             in_flight -= 1

@@ -1,7 +1,8 @@
-"""Live experiments' tables: definitions, one arm per visitor, and events holding no message text.
+"""Live experiments' tables: definitions, one arm per visitor, events and picks, and no text.
 
 An event is (experiment, visitor, arm, turn id, kind, value): a visitor is a hash, a turn id a
-random hex id, a value a number, so nothing a visitor typed or a model wrote is ever stored here.
+random hex id, a value a number; a side-by-side pick is (experiment, visitor, turn id, the two
+arms, the winner): nothing a visitor typed or a model wrote is ever stored here.
 """
 
 from __future__ import annotations
@@ -18,8 +19,14 @@ from treadwise.storage.leads import StoreUnavailable
 
 DB_NAME = "live.db"
 BUSY_TIMEOUT_S = 30.0
-KINDS = ("turn", "error", "lead", "rating")
+KINDS = ("turn", "error", "lead", "rating", "score")
 EVENT_COLUMNS = ("experiment", "visitor", "arm", "turn_id", "kind", "value", "created_at")
+# A visitor's feedback score (1 to 5) is one per visitor: its event's turn id is this.
+SCORE_TURN = "visitor"
+SCORES = range(1, 6)
+# A side-by-side pick's winner: one of the two arms, or neither.
+TIE, BOTH_BAD = "tie", "both_bad"
+PICK_COLUMNS = ("experiment", "visitor", "turn_id", "arm_a", "arm_b", "winner", "created_at")
 # Shared by both backends; the PostgreSQL migration creates the same tables with its own types.
 SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS live_experiments (
@@ -52,6 +59,17 @@ CREATE TABLE IF NOT EXISTS live_events (
     value REAL NOT NULL,
     created_at TEXT NOT NULL,
     UNIQUE (experiment, visitor, turn_id, kind)
+);
+CREATE TABLE IF NOT EXISTS live_picks (
+    id INTEGER PRIMARY KEY,
+    experiment TEXT NOT NULL,
+    visitor TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    arm_a TEXT NOT NULL,
+    arm_b TEXT NOT NULL,
+    winner TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (experiment, visitor, turn_id)
 );
 """
 
@@ -144,6 +162,30 @@ class LiveStore:
                   "turn_id, kind) DO UPDATE SET value = excluded.value, "
                   "created_at = excluded.created_at",
                   (experiment, visitor, arm, turn_id, kind, float(value), self._now()))
+
+    def score(self, experiment: str, visitor: str, arm: str, value: int) -> None:
+        """The visitor's feedback score, 1 to 5; a second one replaces the first."""
+        if value not in SCORES:
+            raise ValueError(f"a feedback score is 1 to 5, not {value!r}")
+        self.record(experiment, visitor, arm, SCORE_TURN, "score", value)
+
+    def pick(self, experiment: str, visitor: str, turn_id: str, arms: tuple[str, str],
+             winner: str) -> None:
+        """A side-by-side pick: arms (shown first, shown second) and the winner (one of
+        them, TIE or BOTH_BAD); picking again for the same turn replaces the pick."""
+        if arms[0] == arms[1] or winner not in (*arms, TIE, BOTH_BAD):
+            raise ValueError(f"a pick between {arms[0]} and {arms[1]} cannot be won by "
+                             f"{winner!r}")
+        self._run("INSERT INTO live_picks (experiment, visitor, turn_id, arm_a, arm_b, winner, "
+                  "created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (experiment, visitor, "
+                  "turn_id) DO UPDATE SET arm_a = excluded.arm_a, arm_b = excluded.arm_b, "
+                  "winner = excluded.winner, created_at = excluded.created_at",
+                  (experiment, visitor, turn_id, *arms, winner, self._now()))
+
+    def picks(self, experiment: str) -> list[dict[str, Any]]:
+        columns = ", ".join(PICK_COLUMNS)
+        return self._run(f"SELECT {columns} FROM live_picks WHERE experiment = ? ORDER BY id",
+                         (experiment,))
 
     def unrate(self, experiment: str, visitor: str, turn_id: str) -> None:
         self._run("DELETE FROM live_events WHERE experiment = ? AND visitor = ? AND turn_id = ? "

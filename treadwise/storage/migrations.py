@@ -182,6 +182,23 @@ def m006_live_experiments(conn: Any) -> None:
         )""")
 
 
+@migration
+def m007_live_picks(conn: Any) -> None:
+    # Side-by-side picks (storage/live_store.py): the two arms shown and the winner, no text.
+    conn.execute("""
+        CREATE TABLE live_picks (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            experiment TEXT NOT NULL REFERENCES live_experiments ON DELETE CASCADE,
+            visitor TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            arm_a TEXT NOT NULL,
+            arm_b TEXT NOT NULL,
+            winner TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            CONSTRAINT live_picks_once UNIQUE (experiment, visitor, turn_id)
+        )""")
+
+
 @contextmanager
 def advisory_lock(conn: Any, key: int, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Hold a session advisory lock on an autocommit connection.

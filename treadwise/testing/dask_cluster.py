@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 from distributed import WorkerPlugin
 
+from experiments.run.cluster import batch_cases, quiet_dask_env
 from treadwise.settings import child_environment
 
 LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
@@ -29,7 +30,8 @@ class LoopbackCluster:
     def __init__(self, folder: Path, env: dict[str, str] | None = None):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.env = child_environment(**(env or {}))
+        # Dask configured as a sweep's LocalCluster is (no sampling profiler, slower ticks).
+        self.env = child_environment(**{**quiet_dask_env(), **(env or {})})
         self.scheduler: subprocess.Popen | None = None
         self.workers: dict[str, subprocess.Popen] = {}
         self.address = ""
@@ -142,6 +144,12 @@ def started_tasks(folder: Path) -> dict[str, list[str]]:
     """What a TaskLog wrote: worker name -> the task keys it started, in order."""
     return {path.stem: path.read_text(encoding="utf-8").split()
             for path in Path(folder).glob("*.log")}
+
+
+def started_cases(folder: Path) -> dict[str, list[str]]:
+    """The case keys of the tasks a TaskLog saw started: worker name -> cases, in order."""
+    return {name: [case for task in tasks for case in batch_cases(task)]
+            for name, tasks in started_tasks(folder).items()}
 
 
 def loaded_engines() -> int:

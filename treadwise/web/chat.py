@@ -96,7 +96,7 @@ class ChatTab:
         session = gr.State(new_session)
         public = self.settings.public
         with gr.Row(equal_height=False, elem_classes="tw-chat-row"):
-            with gr.Column(scale=7, min_width=300, elem_classes="tw-conversation"):
+            with gr.Column(scale=7, min_width=300, elem_classes="tw-conversation") as chat:
                 # No thumbs, as an empty list (the page reads it once a like listener exists);
                 # a visitor of a running live experiment gets them on load (live_chat.py).
                 chatbot = gr.Chatbot(
@@ -135,6 +135,7 @@ class ChatTab:
                 gr.Examples(examples=[[text] for _, text in EXAMPLES], inputs=[message],
                             example_labels=[f"{kind}: {text}" for kind, text in EXAMPLES],
                             label="Examples")
+            self.live.build_compare(session, chat, self)  # shown instead of `chat`
             with gr.Column(scale=3, min_width=280, elem_classes="tw-settings"):
                 persona = accept_any(gr.Radio(
                     choices=[(p.name, key) for key, p in self.personas.items()],
@@ -292,7 +293,7 @@ class ChatTab:
     def _turn(self, message: str, session: ChatSession, choice: Choice,
               request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
-        choice = self.live.choose(session, choice)
+        choice = self.live.choose(session, choice, request)
         spec = redact((choice.custom or "").strip() or choice.model or "offline")
         known = self.personas.get(choice.persona)
         temperature = choice.temperature
@@ -308,12 +309,12 @@ class ChatTab:
             if note := _loading_note(spec):
                 gr.Info(note)
             yield False, self._view(session, running=True)
-            for _ in self._follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
+            for _ in self.follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
                 yield False, self._view(session)
         self.live.record(turn, choice.arm)
         yield True, self._view(session, final=True)
 
-    def _follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:
+    def follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:
         """Apply the turn's events as they come; yield when the page should show them."""
         shown, dirty, interval = time.monotonic(), False, STREAM_INTERVAL_S
         events = self.runner.stream(turn, session.thread_id, turn.user, persona=turn.persona,

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import logging
 import re
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,8 @@ import gradio as gr
 
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
+from treadwise.storage.live_store import SCORES
+from treadwise.web.access import accept_any
 from treadwise.web.render import turn_messages
 from treadwise.web.session import ChatSession, Turn
 
@@ -34,6 +37,7 @@ VISITOR_JS = """() => {
 VISITOR_RE = re.compile(r"[0-9a-fA-F-]{16,64}")
 LEAD_TOOL = "record_customer_interest"
 THUMBS = ("Like", "Dislike")
+VISITORS_KEPT = 10_000  # page sessions whose browser id is kept (see LiveChat.choose)
 log = logging.getLogger(__name__)
 
 
@@ -64,6 +68,18 @@ class LiveChat:
     def __init__(self, settings: Settings):
         self.settings = settings
         self._store: Any = None
+        self.swap: list[Any] = []  # the side-by-side panel and the conversation it replaces
+        self._visitors: dict[str, str] = {}  # Gradio session hash -> browser id
+        self._lock = threading.Lock()
+
+    def _remember(self, request: gr.Request | None, visitor: str) -> None:
+        page = getattr(request, "session_hash", None)
+        if not page:
+            return
+        with self._lock:
+            self._visitors[page] = visitor
+            if len(self._visitors) > VISITORS_KEPT:
+                self._visitors.pop(next(iter(self._visitors)))
 
     @property
     def store(self) -> Any:
@@ -90,7 +106,7 @@ class LiveChat:
         visitor is the conversation's first one: a thread reopened from its link in another
         browser (or on another replica) stays in its arm."""
         experiment = self.experiment()
-        if experiment is None:
+        if experiment is None or experiment.side_by_side:  # live_compare.py answers those
             return None
         try:
             visitor = self.store.link_thread(experiment.name, thread_key(session.thread_id),
@@ -102,8 +118,13 @@ class LiveChat:
         arm = experiment.arm(name)
         return (experiment, arm, visitor) if arm is not None else None
 
-    def choose(self, session: ChatSession, choice: Any) -> Any:
+    def choose(self, session: ChatSession, choice: Any, request: gr.Request | None = None) -> Any:
         """The pickers' choice, or the visitor's arm's when an experiment is running."""
+        if not session.visitor and request is not None:
+            # Gradio may lose a new page's session state to load events creating it at once
+            # (its StateHolder is unlocked): the browser id the page sent is kept here too.
+            with self._lock:
+                session.visitor = self._visitors.get(getattr(request, "session_hash", ""), "")
         found = self.arm(session)
         if found is None:
             return choice
@@ -156,26 +177,65 @@ class LiveChat:
         liked = {"up": True, "down": False}.get(str(value).strip().lower())
         self.rate(session, int(index) if isinstance(index, int | float) else None, liked)
 
-    def arrive(self, visitor: Any, session: ChatSession) -> tuple[Any, Any]:
-        """On page load: take the browser's visitor id; tell a visitor in an experiment which
-        assistant answers them, and give their replies thumbs."""
-        if isinstance(visitor, str) and VISITOR_RE.fullmatch(visitor):
-            session.visitor = visitor
+    def score(self, value: Any, session: ChatSession) -> str:
+        """Store the visitor's feedback score (1 to 5) for their arm; a new one replaces it."""
+        score = {str(n): n for n in SCORES}.get(str(value).strip())
+        if score is None:
+            return "Pick a score from 1 to 5."
         found = self.arm(session)
         if found is None:
-            return gr.skip(), gr.skip()
+            return "No experiment is running now: thank you all the same."
+        experiment, arm, visitor = found
+        if not any(turn.arm for turn in session.turns):
+            return "Chat with the assistant first, then score the conversation."
+        try:
+            self.store.score(experiment.name, visitor, arm.name, score)
+        except StoreUnavailable as exc:
+            return f"Your score was not saved: {exc}."
+        return f"Thank you: your score {score} is saved (a new score replaces it)."
+
+    def arrive(self, visitor: Any, session: ChatSession, request: gr.Request) -> tuple[Any, ...]:
+        """On page load: take the browser's visitor id; tell a visitor in an experiment which
+        assistant answers them, and give their replies thumbs and the chat a score; or, in a
+        side-by-side experiment, show its panel instead of the conversation."""
+        if isinstance(visitor, str) and VISITOR_RE.fullmatch(visitor):
+            session.visitor = visitor
+            self._remember(request, visitor)
+        skip = (gr.skip(),) * (3 + len(self.swap))
+        if self.swap and (experiment := self.experiment()) and experiment.side_by_side:
+            return *skip[:3], gr.Column(visible=True), gr.Column(visible=False)
+        found = self.arm(session)
+        if found is None:
+            return skip
         persona = found[1].persona
         note = (f"You are helping us compare assistants: your replies come from the "
                 f"**{persona}** persona, whatever the picker says. Rate replies with the "
-                "thumbs; click a thumb again to take the rating back.")
-        return gr.Chatbot(feedback_options=THUMBS), gr.Markdown(note, visible=True)
+                "thumbs (click a thumb again to take the rating back), and score the "
+                "conversation below.")
+        return (gr.Chatbot(feedback_options=THUMBS), gr.Markdown(note, visible=True),
+                gr.Group(visible=True), *skip[3:])
 
     def build(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
         note = gr.Markdown(visible=False, elem_id="live-note", elem_classes="tw-note")
+        with gr.Group(visible=False, elem_id="live-score") as scoring:
+            score = accept_any(gr.Radio([str(n) for n in SCORES], label="How helpful was "
+                                        "this conversation? (1 poor, 5 excellent)",
+                                        elem_id="live-score-pick"))
+            thanks = gr.Markdown(elem_id="live-score-status")
+        score.input(self.score, [score, session], [thanks], api_name="score")
         visitor = gr.Textbox(visible=False)
         chatbot.like(self.like, [session], None, api_visibility="private")
         index, value = gr.Number(visible=False, precision=0), gr.Textbox(visible=False)
         gr.Button(visible=False).click(self.rate_api, [index, value, session], None,
                                        api_name="rate")
-        demo.load(self.arrive, [visitor, session], [chatbot, note], js=VISITOR_JS,
-                  api_visibility="private")
+        demo.load(self.arrive, [visitor, session], [chatbot, note, scoring, *self.swap],
+                  js=VISITOR_JS, api_visibility="private")
+
+    def build_compare(self, session: Any, conversation: gr.Column, tab: Any) -> None:
+        """The side-by-side panel, beside the conversation it replaces while one runs (call
+        it before `build`)."""
+        from treadwise.web.live_compare import ComparePanel
+
+        panel = ComparePanel(tab, self)
+        panel.build(session, conversation)
+        self.swap = panel.swap

@@ -33,7 +33,10 @@ class LiveTab:
             gr.Markdown("While an experiment runs, each visitor is put in one arm (a hash of "
                         "their browser, the same on every replica and after a reload), is "
                         "answered by that arm's persona and model, and may rate replies with a "
-                        "thumb. Only ids, kinds and numbers are stored: no message text.",
+                        "thumb and score the conversation (1-5). With `side_by_side: true`, "
+                        "two arms answer each message unnamed and the visitor picks one; the "
+                        "report ranks the arms (Bradley-Terry). Only ids, kinds and numbers "
+                        "are stored: no message text.",
                         elem_classes="tw-note")
             definition = gr.Code(EXAMPLE, language="yaml", label="Definition (YAML)",
                                  elem_id="live-definition")
