@@ -244,6 +244,12 @@ def test_a_check_that_raises_is_a_failed_check_not_a_crash(tmp_path):
     assert checks[-1].description.startswith("check raised StoreUnavailable")
 
 
+def test_a_kind_this_process_does_not_know_is_a_failed_check_not_a_crash(tmp_path):
+    checks = evaluate([{"kind": "telepathy", "tag": "safety"}], outcome(tmp_path, turn("x")))
+    assert [(c.id, c.passed) for c in checks] == [("no_error", True), ("telepathy", False)]
+    assert (checks[-1].description, checks[-1].tag) == ("unknown check kind 'telepathy'", "safety")
+
+
 @pytest.mark.parametrize(("spec", "message"), [
     ({"kind": "telepathy"}, "unknown check kind 'telepathy'"),
     ({"kind": "tool_args", "tool": "add"}, "needs args"),

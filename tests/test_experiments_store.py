@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from experiments.cli import main
 from experiments.define.grid import load_grid
 from experiments.store import NoResults, TranscriptError, list_runs, open_run
 from experiments.store.connection import connect
@@ -121,7 +122,7 @@ def test_a_folder_run_is_written_and_read_through_one_face(tmp_path, monkeypatch
 
 
 def test_a_database_run_reads_typed_and_exports_the_same_rows(tmp_path, database_url,
-                                                             monkeypatch):
+                                                             monkeypatch, capsys):
     monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
     grid = load_grid(write_grid(tmp_path, [HOURS], repeats=3))
     keys = [case.key for case in grid.cases()]
@@ -145,6 +146,11 @@ def test_a_database_run_reads_typed_and_exports_the_same_rows(tmp_path, database
     assert isinstance(folder, FolderRun)
     pd.testing.assert_frame_equal(run.rows(), folder.rows())
     assert run.rows()["answer"].tolist() == ["", "", ""]
+    assert main(["export", "typed", "--out", str(tmp_path / "cli")]) == 0  # the CLI's way
+    assert capsys.readouterr().out.strip() == str(tmp_path / "cli" / "typed")
+    pd.testing.assert_frame_equal(run.rows(), open_run(tmp_path / "cli" / "typed").rows())
+    assert main(["export", "no-such-run", "--out", str(tmp_path / "cli")]) == 2
+    assert "no shared run 'no-such-run'" in capsys.readouterr().err
     assert [r.id for r in list_runs(tmp_path / "none")] == ["typed"]
     assert list_runs(tmp_path / "none", database=False) == []
 

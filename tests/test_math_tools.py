@@ -213,6 +213,14 @@ def test_an_order_beyond_reach_is_refused_never_lowered(tools: dict[str, BaseToo
         tools["differentiate"].invoke({"expression": "x^x*exp(sin(x))", "order": 1000})
 
 
+def test_an_infinite_order_is_refused_in_words() -> None:
+    from treadwise.safemath.calculus import differentiate
+    from treadwise.safemath.math_errors import MathInputError
+
+    with pytest.raises(MathInputError, match=r"from 1 to 10 \(got inf\)"):
+        differentiate("x^2", order=float("inf"))
+
+
 def test_integrals_without_closed_form_are_estimated(tools: dict[str, BaseTool]) -> None:
     result = tools["integrate"].invoke({"expression": "sqrt(1+sin(x)^3)", "lower": 0, "upper": 1})
     assert result == ("∫₀¹ sqrt(sin(x)^3 + 1) dx ≈ 1.08268159 "

@@ -98,6 +98,8 @@ def test_a_server_that_fails_to_start_is_named(tmp_path: Path) -> None:
     ({"servers": {"x": {"command": "srv", "args": "--flag"}}}, "'args' must be a list"),
     ({"servers": {"x": {"url": "http://127.0.0.1:9/mcp", "transport": "pigeon"}}},
      "unknown transport 'pigeon'"),
+    ({"servers": {"x": {"url": "http://127.0.0.1:9/mcp", "transport": ["http"]}}},
+     "unknown transport \\['http'\\]"),
 ])
 def test_a_malformed_config_is_a_clear_error(tmp_path: Path, config: dict, why: str) -> None:
     with pytest.raises(MCPConfigError, match=why):

@@ -238,3 +238,18 @@ def test_a_corrected_address_moves_the_lead_instead_of_adding_one(database_url: 
     kept = store.add_lead("bo@example.com", "Bo", "Smart Tread")
     assert store.replace_lead("bo@exmaple.com", "bo@example.com", "Bo", "Smart Tread").id == kept.id
     assert sorted(row["email"] for row in store.leads()) == ["ana@example.com", "bo@example.com"]
+
+
+def test_retention_deletes_old_conversations_kept_in_postgresql(database_url, tmp_path) -> None:
+    from datetime import timedelta
+
+    from treadwise.storage.memory import purge_conversations
+
+    memory = open_checkpointer(tmp_path, database_url)
+    assert not memory.degraded
+    agent = Agent(Settings(data_dir=tmp_path, database_url=database_url), checkpointer=memory)
+    assert agent.run("What are your opening hours on Saturday?", thread_id="old").error is None
+    assert purge_conversations(memory, datetime.now(UTC) - timedelta(days=30)) == 0
+    assert agent.history("old")
+    assert purge_conversations(memory, datetime.now(UTC) + timedelta(days=31)) == 1
+    assert agent.history("old") == []

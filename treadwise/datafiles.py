@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 
 def _non_empty(value: str) -> str:
@@ -89,7 +90,7 @@ def where(loc: tuple[Any, ...]) -> str:
     return text
 
 
-def describe(error: dict[str, Any], model: type[BaseModel]) -> tuple[str, str]:
+def describe(error: ErrorDetails, model: type[BaseModel]) -> tuple[str, str]:
     """(field, message) for one pydantic error, in the words a grid's author would use."""
     loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
     if error["type"] == "extra_forbidden":

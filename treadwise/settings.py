@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, ValidationError, ValidationInfo
 from pydantic_core import PydanticUseDefault
@@ -31,7 +31,8 @@ MIN_SECRET_CHARS = 16
 ENV_PREFIX = "TREADWISE_"
 # on: routed tools and the compact prompt; compact: the compact prompt with every tool;
 # off: every tool and the business profile in the system prompt (the requests of before).
-ROUTING_MODES = ("on", "compact", "off")
+RoutingMode = Literal["on", "compact", "off"]
+ROUTING_MODES: tuple[str, ...] = get_args(RoutingMode)
 # Variables read where a model, a tool or a cluster client is built, from Settings.environment:
 # keys and endpoints named by their providers (and Dask), and our own knobs of one provider.
 PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
@@ -54,6 +55,11 @@ def _raw(value: object) -> str | None:
     return value.strip()
 
 
+def _variable(info: ValidationInfo) -> str:
+    """The environment variable of the field being validated."""
+    return variable(info.field_name or "")
+
+
 def _number(value: object, info: ValidationInfo) -> object:
     raw = _raw(value)
     if raw is None:
@@ -61,21 +67,21 @@ def _number(value: object, info: ValidationInfo) -> object:
     try:
         return float(raw)
     except ValueError:
-        raise ValueError(f"{variable(info.field_name)} must be a number, got {raw!r}") from None
+        raise ValueError(f"{_variable(info)} must be a number, got {raw!r}") from None
 
 
 def _whole(value: object, info: ValidationInfo) -> object:
     """A count read as a number and truncated, as int(float(...)) always did here."""
     number = _number(value, info)
     if isinstance(number, float) and not math.isfinite(number):
-        raise ValueError(f"{variable(info.field_name)} must be a whole number, got {_raw(value)!r}")
+        raise ValueError(f"{_variable(info)} must be a whole number, got {_raw(value)!r}")
     return int(number) if isinstance(number, float) else number
 
 
 def _days(value: object, info: ValidationInfo) -> object:
     days = _number(value, info)
     if isinstance(days, float) and days < 0:
-        raise ValueError(f"{variable(info.field_name)} must be 0 (keep everything) "
+        raise ValueError(f"{_variable(info)} must be 0 (keep everything) "
                          "or a number of days")
     return days
 
@@ -83,7 +89,7 @@ def _days(value: object, info: ValidationInfo) -> object:
 def _math_timeout(value: object, info: ValidationInfo) -> object:
     seconds = _number(value, info)
     if isinstance(seconds, float) and not 0 < seconds <= 600:
-        raise ValueError(f"{variable(info.field_name)} must be between 0 and 600 seconds, "
+        raise ValueError(f"{_variable(info)} must be between 0 and 600 seconds, "
                          f"got {_raw(value)!r}")
     return seconds
 
@@ -96,7 +102,7 @@ def _flag(value: object, info: ValidationInfo) -> object:
         return True
     if raw.lower() in ("0", "false", "no", "off"):
         return False
-    raise ValueError(f"{variable(info.field_name)} must be 1 or 0, got {raw.lower()!r}")
+    raise ValueError(f"{_variable(info)} must be 1 or 0, got {raw.lower()!r}")
 
 
 def _word(value: object) -> object:
@@ -154,8 +160,10 @@ def _users(value: object) -> object:
 
 def _proxies(value: object) -> object:
     """TREADWISE_TRUSTED_PROXIES: addresses or networks (CIDR) whose X-Forwarded-For counts."""
-    proxies = _names(value)
-    for proxy in proxies if isinstance(value, str) else ():
+    if not isinstance(value, str):
+        return value
+    proxies = _names(value)  # a tuple of the names in the text
+    for proxy in proxies if isinstance(proxies, tuple) else ():
         try:
             ipaddress.ip_network(proxy, strict=False)
         except ValueError:
@@ -329,7 +337,9 @@ class EnvironmentSettings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings],
                                    init_settings: PydanticBaseSettingsSource,
-                                   **_: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
                                    ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Only what read() passes: a mapping given there (a test's, a child's) must never be
         # topped up from os.environ, a .env file or a secrets folder.

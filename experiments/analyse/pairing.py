@@ -59,14 +59,15 @@ def pair_runs(df_a: Any, df_b: Any, hashes_a: dict[str, str] | None = None,
                      "B - A mixes their effects.")
     if not differing and set(df_a["config_hash"]) & set(df_b["config_hash"]):
         keys.append("config")
-    changed = sorted(s for s in set(hashes_a or {}) & set(hashes_b or {})
-                     if hashes_a[s] != hashes_b[s])
+    hashes_a, hashes_b = hashes_a or {}, hashes_b or {}
+    changed = sorted(s for s in set(hashes_a) & set(hashes_b) if hashes_a[s] != hashes_b[s])
     if changed:
         notes.append(f"Left out {len(changed)} scenario(s) whose definition differs between "
                      f"the runs: {', '.join(changed[:8])}.")
     frames = [values(df, "success") for df in (df_a, df_b)]
     frames = [f[~f["scenario"].isin(changed)] for f in frames]
-    overall = inference.paired_runs(*frames, keys, "value")
+    first, second = frames
+    overall = inference.paired_runs(first, second, keys, "value")
     if overall.pairs == 0:
         raise NothingToPair(_nothing(frames, keys, changed))
     if overall.unmatched:

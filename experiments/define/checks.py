@@ -91,6 +91,10 @@ def evaluate(specs: Sequence[Mapping[str, Any]], outcome: Outcome) -> list[Check
     results = []
     for check_id, spec in zip(check_ids(specs), specs, strict=True):
         kind = CHECK_KINDS.get(spec["kind"])
+        if kind is None:  # registered where the scenarios were read, not in this process
+            results.append(CheckResult(check_id, False, f"unknown check kind {spec['kind']!r}",
+                                       str(spec.get("tag", ""))))
+            continue
         scoped = {**spec, "turn": spec.get("turn", kind.default_turn)}
         try:
             passed, why = kind.fn(scoped, outcome)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # One reader of pydantic errors for every data file; grid.py and scenarios.py take it from here.
 from treadwise.datafiles import validate_file  # noqa: F401
-from treadwise.settings import ROUTING_MODES
+from treadwise.settings import RoutingMode
 
-STRATEGIES = ("react", "plan-verify", "think-write", "self-consistency")
-DEFAULT_STRATEGY = "react"
+StrategyName = Literal["react", "plan-verify", "think-write", "self-consistency"]
+STRATEGIES: tuple[str, ...] = get_args(StrategyName)
+DEFAULT_STRATEGY: StrategyName = "react"
 ID_PATTERN = r"[a-z0-9][a-z0-9_\-]{0,63}"
 
 Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
@@ -65,9 +66,9 @@ class GridFile(Strict):
     personas: Annotated[list[Name], Field(min_length=1)]
     models: Annotated[list[Name], Field(min_length=1)]
     temperatures: Annotated[list[Temperature], Field(min_length=1)]
-    strategies: Annotated[list[Literal[STRATEGIES]], Field(min_length=1)] = [DEFAULT_STRATEGY]
+    strategies: Annotated[list[StrategyName], Field(min_length=1)] = [DEFAULT_STRATEGY]
     # The agent's tool routing per case; empty: whatever TREADWISE_ROUTING says.
-    routings: list[Literal[ROUTING_MODES]] = []
+    routings: list[RoutingMode] = []
     # A local model's own settings, crossed with every local model of `models`.
     decodings: list[Name] = []
     model_routings: list[Name] = []

@@ -71,7 +71,7 @@ class SweepOnWorker(WorkerPlugin):
         return {"spec": self.spec}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["spec"])
+        SweepOnWorker.__init__(self, state["spec"])
 
     def setup(self, worker: Any) -> None:
         self._offers = frozenset(worker.state.total_resources)

@@ -87,11 +87,11 @@ class SweepPlan:
     def cost_estimate(self) -> tuple[float, list[str]]:
         """Estimated USD of the cases still to run (judging included), and the models with
         no price."""
-        calls = Counter()
+        calls: Counter[str] = Counter()
         for case in self.todo:
             calls[case.cell.model] += case.scenario.expected_calls
-            if self.judge_calls:
-                calls[self.grid.judge] += self.judge_calls
+            if self.prepared.judge is not None and self.judge_calls:
+                calls[self.prepared.judge.spec] += self.judge_calls
         total, unknown = 0.0, []
         for spec, n in calls.items():
             cost = self.prepared.prices.estimate(spec, n)

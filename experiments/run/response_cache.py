@@ -69,6 +69,7 @@ def _model(llm_string: str) -> str:
 
 
 def request_key(prompt: str, llm_string: str, scope: str = "") -> str:
+    messages: list[Any]  # each message's identifying parts, or the prompt text as it came
     try:
         messages = [_message(m) for m in json.loads(prompt)]
     except (ValueError, TypeError, AttributeError):

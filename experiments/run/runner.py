@@ -117,9 +117,11 @@ def sweep(grid: Grid, store: RunWriter, *, resume: bool, strict: bool = False,
             raise SweepError(f"cannot run every model (--strict): {reasons}")
         for line in plan.lines():
             echo(line)
-        bar = TerminalBar() if progress is None else None
+        bar: TerminalBar | None = None
+        if progress is None:
+            progress = bar = TerminalBar()
         try:
-            stop = _run(plan, progress or bar, on)
+            stop = _run(plan, progress, on)
         finally:
             if bar is not None:
                 bar.close()

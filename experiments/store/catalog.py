@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from experiments.store.folder import FolderRun, list_folders, new_run_id
 from experiments.store.results_file import RESULTS_FILE
 from experiments.store.run_store import RunInfo, RunStore
+
+if TYPE_CHECKING:
+    from experiments.store.database import DatabaseRun
 
 RESULTS_DIR = Path("results")
 
@@ -62,7 +65,7 @@ def new_run(grid: Any, results_dir: Path = RESULTS_DIR) -> RunStore:
     return run
 
 
-def database_run(name: str, results_dir: Path = RESULTS_DIR) -> RunStore:
+def database_run(name: str, results_dir: Path = RESULTS_DIR) -> DatabaseRun:
     """The run of this name in the database (TREADWISE_DATABASE_URL), whatever folders exist;
     its folder here is RESULTS_DIR/NAME."""
     from experiments.store.connection import SharedRunError, check_name, database_errors

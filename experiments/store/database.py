@@ -106,8 +106,8 @@ class DatabaseRun(RunStore):
 
         with database_errors(), psycopg.connect(self.pool.conninfo, autocommit=True) as conn:
             got = conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
-                               (RUN_LOCK, self.name)).fetchone()[0]
-            if not got:
+                               (RUN_LOCK, self.name)).fetchone()
+            if not (got and got[0]):
                 raise RunBusy(f"run {self.name} is being run right now by another client; "
                               "wait for it to finish (or stop it) before resuming")
             yield

@@ -176,7 +176,7 @@ class Agent:
             if not settled:
                 self._restore(graph, thread_id, before)
 
-    def _graph_events(self, chunks: Iterator[Any], result: TurnResult,
+    def _graph_events(self, chunks: Generator[Any, None, None], result: TurnResult,
                       *track: Any) -> Iterator[Event]:
         try:
             with closing(chunks):  # closed early, the run stops writing
@@ -233,9 +233,9 @@ class Agent:
         for msg in messages:
             if isinstance(msg, AIMessage):
                 for call in [*msg.tool_calls, *msg.invalid_tool_calls]:
+                    args = call.get("args")  # an invalid call's args are the raw text
                     step = ToolStep(id=call.get("id") or "", name=call.get("name") or "?",
-                                    args=call.get("args") if isinstance(call.get("args"),
-                                                                        dict) else {})
+                                    args=args if isinstance(args, dict) else {})
                     steps.append(step)
                     yield ToolStarted(step)
             elif isinstance(msg, ToolMessage):
@@ -295,6 +295,8 @@ class Agent:
             return None
         removed = messages[starts[-1]:]
         self.graph.update_state(self._config(thread_id),
-                                {"messages": [RemoveMessage(id=m.id) for m in removed]},
+                                # add_messages gave every stored message an id
+                                {"messages": [RemoveMessage(id=m.id) for m in removed
+                                              if m.id is not None]},
                                 as_node="reason")
         return removed[0].text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import Context, ContextVar
 from dataclasses import dataclass, field
@@ -120,7 +120,7 @@ class FirstToken(BaseCallbackHandler):
         return round(self.first - self.started, 4)
 
 
-def within(context: Context, items: Iterator[Any]) -> Iterator[Any]:
+def within(context: Context, items: Iterator[Any]) -> Generator[Any, None, None]:
     """Iterate in one context whichever thread asks, so the turn's context variables (the
     request tally) hold for every step; web servers resume generators on pool threads."""
     try:

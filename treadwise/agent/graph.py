@@ -177,9 +177,9 @@ def clean(response: AIMessage, final: bool) -> AIMessage:
         return AIMessage(content=response.content, id=response.id,
                          usage_metadata=response.usage_metadata,
                          response_metadata=response.response_metadata)
-    for call in response.invalid_tool_calls:
-        if not call.get("id"):
-            call["id"] = f"call_{uuid.uuid4().hex[:12]}"
+    for invalid in response.invalid_tool_calls:
+        if not invalid.get("id"):
+            invalid["id"] = f"call_{uuid.uuid4().hex[:12]}"
     return response
 
 

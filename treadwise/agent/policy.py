@@ -63,7 +63,7 @@ def _offered(messages: Sequence[AnyMessage]) -> bool:
     return bool(asked) and consent.offered_contact(asked[-1])
 
 
-def _not_given(email: str, recent: list[str]) -> Refusal:
+def _not_given(email: str, recent: Sequence[str]) -> Refusal:
     # Whatever the model made of an address with a look-alike letter ("na@", "bb@", "bob@"),
     # the customer did not type it: ask for the address again.
     typed = [look for text in recent[-1:] for look in lookalikes(text)]
@@ -123,7 +123,7 @@ def consent_refusal(email: str, messages: Sequence[AnyMessage]) -> Refusal | Non
     return None
 
 
-def _consented(recent: list[str], given: int, messages: Sequence[AnyMessage]) -> bool:
+def _consented(recent: Sequence[str], given: int, messages: Sequence[AnyMessage]) -> bool:
     """Consent this turn: the latest message asks to be contacted; or it gives the address
     after the customer asked (and took nothing back since) or after the assistant asked for
     it; or it is a yes to the assistant's offer."""

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from pydantic import SecretStr
+
 from treadwise.models.http import http_clients, rate_limiter
 from treadwise.models.registry import api_key, missing_package
 from treadwise.settings import Settings
@@ -23,7 +25,7 @@ def build(model: str, temperature: float, settings: Settings, env: Mapping[str, 
     chat_class = _compatible_class() if base_url else ChatOpenAI
     sync_client, async_client = http_clients(settings, base_url or "https://api.openai.com/v1")
     return chat_class(
-        model=model, temperature=temperature, api_key=key, base_url=base_url,
+        model=model, temperature=temperature, api_key=SecretStr(key), base_url=base_url,
         timeout=settings.timeout_s, max_retries=0, seed=seed, stream_usage=True,
         http_socket_options=(),  # our own clients below; nothing for langchain-openai to tune
         http_client=sync_client, http_async_client=async_client,

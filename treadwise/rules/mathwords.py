@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
 
 from treadwise.rules.dialogue import plain_number
 from treadwise.rules.plan import PREVIOUS, Call
@@ -276,10 +277,14 @@ def _rewrite(text: str, strict: bool) -> str:
         for pattern, template, binds in FORMS:
             text = _apply_form(text, pattern, template, binds, strict)
         for pattern, template in SUFFIXES:
-            text = re.sub(pattern, lambda m, t=template: t.format(**m.groupdict()), text)
+            text = re.sub(pattern, partial(_filled, template), text)
         if text == before:
             break
     return " ".join(text.split())
+
+
+def _filled(template: str, match: re.Match[str]) -> str:
+    return template.format(**match.groupdict())
 
 
 def _apply_infix(text: str) -> str:

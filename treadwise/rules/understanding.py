@@ -301,7 +301,7 @@ def _contact_cues(reading: Reading) -> None:
         and bool(EMAIL_ATTEMPT_RE.search(text))
     reading.no_contact = consent.refuses(text)
     reading.withdraws = consent.withdraws(text)
-    reading.third_party = consent.someone_else(text, (reading.emails or [None])[0])
+    reading.third_party = consent.someone_else(text, next(iter(reading.emails), None))
     reading.untrusted = bool(UNTRUSTED_RE.search(text))
     reading.wants_contact = consent.asks(text)
     reading.correction = bool(CORRECTION_RE.search(text))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from typing import SupportsIndex, SupportsInt
 
 import mpmath
 import sympy as sp
@@ -137,8 +138,9 @@ def differentiate(expression: str, variable: str = "x", order: object = 1) -> st
 
 def _order(order: object) -> int:
     try:
-        n = int(order) if not isinstance(order, bool) else -1
-    except (TypeError, ValueError):
+        n = int(order) if isinstance(order, SupportsInt | SupportsIndex | str) and not isinstance(
+            order, bool) else -1
+    except (TypeError, ValueError, OverflowError):
         n = -1
     if isinstance(order, float) and order != n:
         n = -1

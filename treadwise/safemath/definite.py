@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import mpmath
@@ -128,7 +129,7 @@ def _numeric_integral(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> Outco
         return Outcome("unknown", note=f"no closed form was found, and {exc}")
     inner = _inner_poles(f, x, a, b)  # in order from a to b
 
-    def estimate() -> tuple[object, object]:
+    def estimate() -> tuple[Any, Any]:  # mpmath numbers (value, error)
         with mpmath.workdps(20):
             points = [mpmath.mpf(p.evalf(25)) if p.is_finite else _mp_inf(p)
                       for p in [a, *inner, b]]
@@ -183,7 +184,7 @@ def _grows_without_bound(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> bo
         found = quietly(pieces, 0.5)
     except MathInputError:
         return False
-    return bool(found) and any(_not_shrinking(run) for run in found)
+    return found is not None and any(_not_shrinking(run) for run in found)
 
 
 def _stretches(lo: sp.Expr, hi: sp.Expr, points: list[sp.Expr]) -> list[list[list[Any]]]:
@@ -256,7 +257,7 @@ def _exact_pieces(f: sp.Expr, x: sp.Symbol, lo: sp.Expr, hi: sp.Expr) -> list[sp
     pieces = []
     for n, (p, q) in enumerate(zip(points, points[1:], strict=False)):
         share = 0.4 / (len(points) - 1 - n)
-        piece = quietly(lambda p=p, q=q: sp.integrate(f, (x, p, q)), share)
+        piece = quietly(partial(sp.integrate, f, (x, p, q)), share)
         if piece is None or not piece.is_number or piece.has(sp.Integral, sp.oo, -sp.oo, sp.nan,
                                                              sp.zoo):
             return None
@@ -277,7 +278,7 @@ def _numeric_area(f: sp.Expr, x: sp.Symbol, lo: sp.Expr, hi: sp.Expr,
     except MathInputError:
         return None
 
-    def estimate() -> tuple[object, object]:
+    def estimate() -> tuple[Any, Any]:  # mpmath numbers (value, error)
         with mpmath.workdps(20):
             poles = [mpmath.mpf(p.evalf(25)) for p in _inner_poles(f, x, lo, hi)]
             inner = sorted({*poles, *(mpmath.mpf(c) for c in crossings)})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import mpmath
 import numpy as np
@@ -13,7 +13,8 @@ import sympy as sp
 from treadwise.safemath.math_errors import MathInputError
 
 Backend = Literal["numpy", "mpmath"]
-Numeric = Callable[[object], object]
+# A numpy array or an mpmath number in and out: numpy and mpmath have no common type.
+Numeric = Callable[[Any], Any]
 
 
 def _np_gamma(values: np.ndarray) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import mpmath
 import numpy as np
@@ -88,7 +89,7 @@ def _describe(found: sp.Set, x: sp.Symbol) -> list[str] | None:
         body = found.lamda.expr.subs(dummy, sp.Symbol("n", integer=True))
         return [f"{x} = {show_expr(body)} (n any integer)"]
     if isinstance(found, sp.Union):
-        parts: list[str] = []
+        parts = []
         for piece in found.args:
             described = _describe(piece, x)
             if described is None:
@@ -219,7 +220,7 @@ def _extrema_lines(f: sp.Expr, derivative: sp.Expr, x: sp.Symbol, region: sp.Set
     second = sp.diff(derivative, x)
     for point in points:
         value = f.subs(x, point)
-        value = quietly(lambda v=value: sp.simplify(v), 0.1) or value
+        value = quietly(partial(sp.simplify, value), 0.1) or value
         kind = _classify(derivative, second, x, point)
         at = f"f({show_expr(point)}) = {show(value)}"
         if kind == "neither":
@@ -247,7 +248,7 @@ def _end_behaviour(f: sp.Expr, x: sp.Symbol, region: sp.Set) -> str:
     for end, label in ((-sp.oo, "-∞"), (sp.oo, "∞")):
         if (region.inf if end == -sp.oo else region.sup) != end:
             continue
-        limit = quietly(lambda e=end: sp.limit(f, x, e), 0.1)
+        limit = quietly(partial(sp.limit, f, x, end), 0.1)
         parts.append(f"as {x} → {label}: f({x}) → {_limit_text(limit)}")
     return ("End behaviour: " + "; ".join(parts)) if parts else ""
 

@@ -108,9 +108,12 @@ def _latest_checkpoints(saver: BaseCheckpointSaver) -> list[tuple[str, str]]:
     if isinstance(saver, SqliteSaver):
         with saver.cursor(transaction=False) as cur:
             return [(row[0], row[1]) for row in cur.execute(sql).fetchall()]
+    from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg_pool import ConnectionPool
 
-    pool = saver.conn  # PostgresSaver: a pool or one connection
+    if not isinstance(saver, PostgresSaver):
+        raise TypeError(f"cannot list the conversations kept by a {type(saver).__name__}")
+    pool = saver.conn  # a pool or one connection
     with pool.connection() if isinstance(pool, ConnectionPool) else nullcontext(pool) as conn:
         return [(row["thread_id"], row["newest"]) for row in conn.execute(sql).fetchall()]
 

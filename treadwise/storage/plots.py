@@ -26,11 +26,12 @@ class SharedPlots:
         self.folder = folder
         self.database_url = database_url
 
-    def _store(self) -> Any:
+    @staticmethod
+    def _store(database_url: str) -> Any:
         # PostgresStore, imported only when a database is set.
         from treadwise.storage.postgres import PostgresStore
 
-        return PostgresStore.connect(self.database_url)
+        return PostgresStore.connect(database_url)
 
     def keep(self, path: str | Path) -> None:
         """Copy a plot just drawn into the database; a failure only costs other replicas it."""
@@ -38,7 +39,7 @@ class SharedPlots:
         if not self.database_url or not PLOT_NAME_RE.fullmatch(path.name):
             return
         try:
-            self._store().save_plot(path.name, path.read_bytes())
+            self._store(self.database_url).save_plot(path.name, path.read_bytes())
         except (StoreUnavailable, OSError) as exc:
             log.warning("plot %s kept on this replica only: %s", path.name, exc)
 
@@ -51,7 +52,7 @@ class SharedPlots:
         if local.is_file() or not self.database_url:
             return local if local.is_file() else None
         try:
-            png = self._store().load_plot(name)
+            png = self._store(self.database_url).load_plot(name)
         except StoreUnavailable as exc:
             log.warning("cannot fetch plot %s: %s", name, exc)
             return None

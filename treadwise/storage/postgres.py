@@ -154,9 +154,9 @@ class PostgresStore(ReadsRows):
             ).fetchone()
             inserted = row is not None
             if row is None:
-                row = conn.execute(
+                row = _one(conn.execute(
                     "SELECT id FROM leads WHERE email_key = %s AND message_key = %s",
-                    (email_key, message_key)).fetchone()
+                    (email_key, message_key)))
             linked = _link(conn, row["id"], thread)
         return LeadResult(stored=inserted, duplicate=not inserted, id=row["id"],
                           asked_before=linked is False)
@@ -181,7 +181,7 @@ class PostgresStore(ReadsRows):
         with self._transaction() as conn:
             old = conn.execute(find, (old_key, message_key)).fetchone()
             taken = conn.execute(find, (email_key, message_key)).fetchone()
-            fix = correction(old and old["id"], taken and taken["id"])
+            fix = correction(old["id"] if old else None, taken["id"] if taken else None)
             if fix.move is not None:
                 conn.execute("UPDATE leads SET email = %s, email_key = %s, name = %s"
                              " WHERE id = %s", (lead.email, email_key, lead.name, fix.move))
@@ -195,9 +195,9 @@ class PostgresStore(ReadsRows):
         """Store an unanswered question for staff to follow up; returns its id."""
         question = validate_question(question)
         with self._transaction() as conn:
-            return conn.execute(
+            return _one(conn.execute(
                 "INSERT INTO feedback (created_at, question, thread_key) VALUES (%s, %s, %s)"
-                " RETURNING id", (self._clock(), question, thread_key(thread))).fetchone()["id"]
+                " RETURNING id", (self._clock(), question, thread_key(thread))))["id"]
 
     def forget_thread(self, thread: str) -> Erased:
         """Delete the leads and questions one conversation gave; say what went."""
@@ -250,10 +250,18 @@ class PostgresStore(ReadsRows):
 
     def _count(self, table: str) -> int:
         with self._transaction() as conn:
-            return conn.execute(f"SELECT count(*) AS n FROM {table}").fetchone()["n"]
+            return _one(conn.execute(f"SELECT count(*) AS n FROM {table}"))["n"]
 
 
-def _link(conn: psycopg.Connection, lead_id: int, thread: str | None) -> bool | None:
+def _one(cursor: psycopg.Cursor[DictRow]) -> DictRow:
+    """The row of a statement that returns one (RETURNING, count(*), a row just seen)."""
+    row = cursor.fetchone()
+    if row is None:  # another replica deleted it between our two statements
+        raise StoreUnavailable("the record changed while it was being saved; please try again")
+    return row
+
+
+def _link(conn: psycopg.Connection[DictRow], lead_id: int, thread: str | None) -> bool | None:
     """Remember that `thread` asked for the lead: True when new, False when it had already,
     None without a thread."""
     if (key := thread_key(thread)) is None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from treadwise.tools import ToolContext
+
+if TYPE_CHECKING:
+    from langchain_mcp_adapters.sessions import Connection
 
 START_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 60.0
@@ -59,7 +62,7 @@ def _run(coroutine: Coroutine[Any, Any, Any], timeout: float) -> Any:
         raise
 
 
-def load_mcp_config(path: Path) -> dict[str, dict]:
+def load_mcp_config(path: Path) -> dict[str, Connection]:
     """Server name -> adapter connection, from {"servers": ...} or Claude's {"mcpServers": ...}."""
     path = Path(path)
     try:
@@ -79,14 +82,15 @@ def load_mcp_config(path: Path) -> dict[str, dict]:
     }
 
 
-def _connection(path: Path, name: str, spec: object) -> dict:
+def _connection(path: Path, name: str, spec: object) -> Connection:
     where = f"MCP config {path}: server {name!r}"
     if not isinstance(spec, dict):
         raise MCPConfigError(f"{where} must be a mapping")
     transport = spec.get("transport") or spec.get("type") or (
         "stdio" if "command" in spec else "streamable_http" if "url" in spec else None)
-    transport = _TRANSPORT_ALIASES.get(transport, transport)
-    if transport not in _TRANSPORT_KEYS:
+    if isinstance(transport, str):
+        transport = _TRANSPORT_ALIASES.get(transport, transport)
+    if not isinstance(transport, str) or transport not in _TRANSPORT_KEYS:
         raise MCPConfigError(f"{where} has unknown transport {transport!r}; "
                              f"use one of {', '.join(_TRANSPORT_KEYS)}")
     needed = "command" if transport == "stdio" else "url"
@@ -102,7 +106,8 @@ def _connection(path: Path, name: str, spec: object) -> dict:
             raise MCPConfigError(f"{where}: 'env' must be a mapping")
         if env:
             connection["env"] = {str(key): str(value) for key, value in env.items()}
-    return {**connection, "transport": transport}
+    # Its keys are the transport's own (_TRANSPORT_KEYS), their values checked above.
+    return cast("Connection", {**connection, "transport": transport})
 
 
 def _reason(exc: BaseException) -> str:
@@ -154,13 +159,20 @@ def _plain(content: Any) -> Any:
     return content
 
 
-def _sync_tool(tool: BaseTool, server: str, timeout: float = CALL_TIMEOUT_S) -> BaseTool:
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    """Any awaitable as a coroutine, the one thing another thread's loop accepts."""
+    return await awaitable
+
+
+def _sync_tool(tool: StructuredTool, server: str, timeout: float = CALL_TIMEOUT_S) -> BaseTool:
     """The adapter's async-only tool as a sync one: same name, description and schema."""
     coroutine = tool.coroutine
+    if coroutine is None:  # the adapter's tools are all async; a sync one is not its own
+        raise MCPServerError(f"MCP tool {tool.name!r} on server {server!r} has no async body")
 
     def call(**arguments: Any) -> tuple[Any, Any]:
         try:
-            content, artifact = _run(coroutine(**arguments), timeout)
+            content, artifact = _run(_awaited(coroutine(**arguments)), timeout)
         except ToolException:
             raise
         except TimeoutError as exc:

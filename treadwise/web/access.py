@@ -156,7 +156,8 @@ def accept_any(component: Any) -> Any:
     The picker becomes an instance of a subclass, as Gradio rebuilds a component from its class
     when an event updates it (new choices) for one session.
     """
-    component.__class__ = _accepting(type(component))
+    cls: type = type(component)  # typed: mypy does not take type[Any] as Hashable for the cache
+    component.__class__ = _accepting(cls)
     return component
 
 

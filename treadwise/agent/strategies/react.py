@@ -65,14 +65,15 @@ def build_graph(tools: Sequence[BaseTool], *,
     def route(state: AgentState) -> Literal["tools", "reason", "__end__"]:
         """Run the tool calls; after an empty reply or calls that could not even be read,
         think again."""
+        # "__end__" is END spelled out: langgraph types END as a plain str, not this Literal.
         if state.get("nudges"):
             return "reason"
         last = last_ai(state["messages"])
         if last is None:
-            return END
+            return "__end__"
         if last.tool_calls:
             return "tools"
-        return "reason" if last.invalid_tool_calls else END
+        return "reason" if last.invalid_tool_calls else "__end__"
 
     graph = StateGraph(AgentState, context_schema=TurnContext)
     graph.add_node("reason", reason)
