@@ -23,7 +23,7 @@ CAPACITY_REFRESH_S = 2.0
 # Cases a task carries at most. Each task costs the scheduler, a worker's event loop and this
 # client a few milliseconds of CPU whatever it runs (benchmarks/cluster_sweep.py), as much as
 # a case's own work; a few cases a task share it.
-BATCH_MAX = 4
+BATCH_MAX = 8
 # What Dask does on every worker and scheduler that a sweep does not need: its sampling
 # profiler walks every running thread's stack 100 times a second (a tenth of a busy worker's
 # CPU at 16 threads), and its event-loop tick (every 20 ms), system monitor (500 ms) and
