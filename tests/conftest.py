@@ -126,3 +126,13 @@ def database_url(postgres_cluster):
     from treadwise.storage.postgres import close_pools
 
     close_pools()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with a slow test first, each file's tests kept together and in order.
+
+    The suite is spread over pytest-xdist workers a file at a time (pyproject's addopts); a long
+    file started first runs beside the short ones instead of ending the run alone.
+    """
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)

@@ -14,6 +14,7 @@ from treadwise.settings import Settings
 from treadwise.storage.sqlite import Store
 
 SPEC = "local:smollm2"
+pytestmark = pytest.mark.slow
 NO_LEAD = [
     ("friendly", "I do not want anyone to contact me, ana@fleetco.com, about fleet pricing"),
     ("technical", 'He said "please contact me at quoted@fleetco.com about snow tires"'),

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from treadwise.agent.prompts import build_system_prompt
+from treadwise.command_line import main
 from treadwise.models import resolve_model
 from treadwise.personas import get_persona
 from treadwise.settings import Settings
 from treadwise.tools import ToolContext, get_tools
 
-REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
 # Varied on purpose: maths and business in many phrasings, small talk, other languages,
 # requests for tools that do not exist, and text that tries to inject a call.
 PROMPTS = [
@@ -53,16 +50,17 @@ def tools(tmp_path_factory):
                                          context=ToolContext(tmp_path_factory.mktemp("t")))}
 
 
-@pytest.mark.parametrize("temperature", [0.0, 1.0])
 @pytest.mark.parametrize("start", range(0, len(PROMPTS), CHUNK))
 def test_constrained_calls_name_only_bound_tools_with_arguments_their_schemas_accept(
-        tools, temperature, start):
+        tools, start):
     assert len(PROMPTS) == 50
     system = SystemMessage(build_system_prompt(get_persona("friendly")))
     calls = 0
     for i, prompt in enumerate(PROMPTS[start:start + CHUNK], start):
-        # Every tool in one grammar, and the pick-then-arguments steps, in turn.
+        # Every tool in one grammar, and the pick-then-arguments steps, in turn; greedy and
+        # sampled decoding crossed with both, so each pairing meets a dozen prompts.
         routing = "none" if i % 2 else "tool"
+        temperature = 1.0 if i // 2 % 2 else 0.0
         model = resolve_model(f"local:smollm2?decoding=constrained&routing={routing}",
                               temperature=temperature, seed=i, settings=Settings(timeout_s=300),
                               env={"TREADWISE_LOCAL_MAX_TOKENS": "8"})
@@ -77,13 +75,13 @@ def test_constrained_calls_name_only_bound_tools_with_arguments_their_schemas_ac
     assert calls >= 4
 
 
-def chat(message: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "treadwise", "chat", "--model", "local:smollm2", "--json",
-         message], cwd=REPO, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "TREADWISE_TIMEOUT_S": "300"})
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+def chat(message: str, capsys: pytest.CaptureFixture[str]) -> dict:
+    """`treadwise chat --json` in this process, so the five asks share one loaded model (test_cli
+    runs the same entry point as `python -m treadwise`)."""
+    code = main(["chat", "--model", "local:smollm2", "--json", message])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
 
 
 ASKS = [("Add 5 and 4", "add", "9"), ("What is 7 times 8?", "multiply", "56"),
@@ -93,12 +91,14 @@ ASKS = [("Add 5 and 4", "add", "9"), ("What is 7 times 8?", "multiply", "56"),
         ("What are your opening hours?", "get_business_info", "Monday")]
 
 
-# Five CLI processes, each loading the model: a hang guard for a busy machine, not a speed goal.
+# A hang guard for a busy machine, not a speed goal.
 @pytest.mark.timeout(900)
-def test_with_its_default_settings_the_cli_calls_the_right_tool_and_answers_right():
+def test_with_its_default_settings_the_cli_calls_the_right_tool_and_answers_right(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TREADWISE_TIMEOUT_S", "300")
     right = []
     for message, tool, expected in ASKS:
-        data = chat(message)
+        data = chat(message, capsys)
         assert data["error"] is None and data["model"] == "local:smollm2"
         first = data["tool_calls"][0]["name"] if data["tool_calls"] else None
         if first == tool and expected in data["answer"]:

@@ -109,3 +109,13 @@ def test_run_time_entries_win_and_unknown_names_are_none() -> None:
     registry.add("a", "mine")
     assert registry.get("a") == "mine"
     assert registry.names() == ["a"]
+
+
+def test_every_entry_lists_in_declared_order_whatever_order_the_modules_registered_in() -> None:
+    # Chart modules register on import; another test (or worker) importing costs.py before
+    # outcomes.py must not reorder the report's charts.
+    registry: Registry[str] = Registry("treadwise.none", {"first": "m:first", "second": "m:second"})
+    registry.add("late", "run-time")
+    registry.add("second", "two")
+    registry.add("first", "one")
+    assert list(registry.load_all()) == ["first", "second", "late"]

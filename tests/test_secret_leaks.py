@@ -19,6 +19,7 @@ from treadwise.testing.webapp import REPO, serve_subprocess
 OPENAI_KEY = "sk-planted-leakcheck-0123456789ABCDEF"
 GOOGLE_KEY = "AIzaPlantedLeakcheck0123456789abcdefXYZ"
 PLANTED = (OPENAI_KEY, GOOGLE_KEY)
+pytestmark = pytest.mark.slow
 
 
 def leaky_brain(request: dict) -> Reply:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -40,9 +41,16 @@ def wait(seconds: float) -> str:
     return f"Waited {seconds:g} s."
 
 
+# The slow model holds its tool call until this is set (the app runs in this process): a test
+# that must see the reply before any step exists clears it, looks, then lets the model go on.
+GO = threading.Event()
+GO.set()
+
+
 def slow_brain(messages: list[Any], kwargs: dict[str, Any]) -> AIMessage:
     if isinstance(messages[-1], ToolMessage):
         return AIMessage("Done waiting.")
+    GO.wait(timeout=60)
     return AIMessage("", tool_calls=[{"name": "wait", "args": {"seconds": WAIT_S},
                                       "id": f"w-{uuid.uuid4().hex[:8]}", "type": "tool_call"}])
 
@@ -136,10 +144,14 @@ def test_math_is_shown_as_written_in_questions_and_answers(page):
 def test_a_slow_reply_shows_a_sign_of_life_at_once_then_its_step_with_a_timer(page):
     use_model(page, "slow")
     box(page).fill("Wait for me")
-    page.locator("#send").click()
-    # Before any tool step exists, the reply shows a pending indicator.
-    page.get_by_text("Thinking\u2026").first.wait_for()
-    assert page.get_by_text("Tool: wait").count() == 0
+    GO.clear()
+    try:
+        page.locator("#send").click()
+        # Before any tool step exists, the reply shows a pending indicator.
+        page.get_by_text("Thinking\u2026").first.wait_for()
+        assert page.get_by_text("Tool: wait").count() == 0
+    finally:
+        GO.set()
     page.get_by_text("Tool: wait").first.wait_for()
     # The step shows while it runs, and its timer counts up.
     page.get_by_text("Tool: wait \u00b7 1 s").first.wait_for()

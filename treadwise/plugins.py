@@ -58,6 +58,7 @@ class Registry(Generic[T]):
         return self.entries.get(name, loaded)
 
     def load_all(self) -> dict[str, T]:
-        """Every entry, each plugin imported: the registered ones in the order they registered."""
-        loaded = {name: self.get(name) for name in self.names()}
-        return {**self.entries, **{n: e for n, e in loaded.items() if e is not None}}
+        """Every entry, each plugin imported, in `names()` order (built-ins as declared, then
+        installed plugins, then run-time ones): never the order modules happened to import in."""
+        loaded = {name: entry for name in self.names() if (entry := self.get(name)) is not None}
+        return {**loaded, **{n: e for n, e in self.entries.items() if n not in loaded}}
