@@ -169,7 +169,7 @@ def test_a_pick_in_the_app_is_stored_against_the_arms_shown(
     settings = dataclasses.replace(Settings.from_env({}), data_dir=data_dir,
                                    database_url=database_url)
     with serve_in_process(settings) as url:
-        client = Client(url, verbose=False, download_files=False)
+        client = Client(url, verbose=False, download_files=False, ssl_verify=False)
         first, second, _, status = client.predict(f"{MARKER}: what are your opening hours?",
                                                   api_name="/side_by_side")
         shown = chat_text(first) + chat_text(second)

@@ -51,7 +51,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
 
 
 def guest(url: str) -> Client:
-    return Client(url, auth=("guest", "pw-1177"), verbose=False, download_files=False)
+    return Client(url, auth=("guest", "pw-1177"), verbose=False, download_files=False,
+                  ssl_verify=False)
 
 
 def test_a_visitor_keeps_one_arm_and_their_ratings_carry_no_text(app) -> None:
@@ -106,7 +107,8 @@ def test_only_an_admin_creates_stops_or_reads_a_live_experiment(app) -> None:
         with pytest.raises(AppError, match="signed-in admin"):
             visitor.predict(*args, api_name=api_name)
     assert SqliteLiveStore(data_dir).running()["name"] == "tone"
-    boss = Client(url, auth=("boss", "pw-9931"), verbose=False, download_files=False)
+    boss = Client(url, auth=("boss", "pw-9931"), verbose=False, download_files=False,
+                  ssl_verify=False)
     report, csv = boss.predict("tone", api_name="/live_report")
     assert "Live experiment tone" in report and str(csv).count(".csv") >= 1
     status = boss.predict("tone", api_name="/live_stop")

@@ -305,7 +305,7 @@ def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
 
     settings = Settings(data_dir=data_dir)
     with serve_in_process(settings) as url:
-        client = Client(url, verbose=False)
+        client = Client(url, verbose=False, ssl_verify=False)
         chatbot, *_ = client.predict("Add 5 and 4, then square the result", "technical",
                                      "offline", "", 0.0, "think-write", api_name="/send")
     titles = [(m.get("metadata") or {}).get("title") or "" for m in chatbot]

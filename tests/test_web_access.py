@@ -149,7 +149,8 @@ def public_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 
 def login(url: str, user: str) -> Client:
     password = dict(pair.split(":") for pair in USERS.split(","))[user]
-    return Client(url, auth=(user, password), verbose=False, download_files=False)
+    return Client(url, auth=(user, password), verbose=False, download_files=False,
+                  ssl_verify=False)
 
 
 def send(client: Client, message: str, custom: str = "", temperature: float = 0.0,
