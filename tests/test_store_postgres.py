@@ -253,3 +253,17 @@ def test_retention_deletes_old_conversations_kept_in_postgresql(database_url, tm
     assert agent.history("old")
     assert purge_conversations(memory, datetime.now(UTC) + timedelta(days=31)) == 1
     assert agent.history("old") == []
+
+
+def test_a_row_gone_between_two_statements_is_store_unavailable_not_a_type_error(
+        database_url: str) -> None:
+    # What another replica deleting the record between our two statements leaves: a one-row
+    # statement that returns none. The tool says "try again"; it never subscripts None.
+    from psycopg.rows import dict_row
+
+    from treadwise.storage.postgres import _one
+
+    with psycopg.connect(database_url, row_factory=dict_row) as conn:
+        assert _one(conn.execute("SELECT 1 AS n"))["n"] == 1
+        with pytest.raises(StoreUnavailable, match="changed while it was being saved"):
+            _one(conn.execute("SELECT 1 AS n WHERE false"))
