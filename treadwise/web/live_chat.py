@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import re
 import threading
@@ -17,7 +16,7 @@ from treadwise.storage.leads import StoreUnavailable, thread_key
 from treadwise.storage.live_store import SCORES
 from treadwise.web.access import accept_any
 from treadwise.web.render import turn_messages
-from treadwise.web.session import ChatSession, Turn
+from treadwise.web.session import ChatSession, Turn, visitor_key
 
 if TYPE_CHECKING:
     from experiments.live.definition import Arm, LiveExperiment
@@ -39,13 +38,6 @@ LEAD_TOOL = "record_customer_interest"
 THUMBS = ("Like", "Dislike")
 VISITORS_KEPT = 10_000  # page sessions whose browser id is kept (see LiveChat.choose)
 log = logging.getLogger(__name__)
-
-
-def visitor_key(session: ChatSession) -> str:
-    """How a visitor is named in the experiment tables: a hash of the browser's id, or of the
-    session's own key for a client without a browser (one API session, one visitor)."""
-    raw = session.visitor or session.key
-    return hashlib.sha256(f"treadwise-visitor:{raw}".encode()).hexdigest()[:32]
 
 
 def turn_at(turns: list[Turn], index: Any) -> Turn | None:

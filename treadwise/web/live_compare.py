@@ -20,9 +20,8 @@ import gradio as gr
 from treadwise.errors import redact
 from treadwise.models import display_name
 from treadwise.storage.leads import StoreUnavailable
-from treadwise.web.live_chat import visitor_key
 from treadwise.web.render import LATEX_DELIMITERS, render, safe_markdown
-from treadwise.web.session import ChatSession, Turn
+from treadwise.web.session import ChatSession, Turn, visitor_key
 
 if TYPE_CHECKING:
     from experiments.live.definition import Arm

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import uuid
@@ -96,6 +97,13 @@ class ChatSession:
         self.stop()
         self.thread_id = uuid.uuid4().hex
         self.turns = []
+
+
+def visitor_key(session: ChatSession) -> str:
+    """How a visitor is named in the experiment tables: a hash of the browser's id, or of the
+    session's own key for a client without a browser (one API session, one visitor)."""
+    raw = session.visitor or session.key
+    return hashlib.sha256(f"treadwise-visitor:{raw}".encode()).hexdigest()[:32]
 
 
 def new_session() -> ChatSession:
