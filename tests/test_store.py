@@ -174,8 +174,9 @@ def _first_opener(opener, data_dir: Path, barrier) -> None:
 @pytest.mark.parametrize("opener", [_first_lead, _first_memory], ids=["leads", "memory"])
 def test_processes_that_open_a_new_file_together_all_get_it(opener, tmp_path: Path) -> None:
     # Switching a new file to WAL is a race SQLite answers with "database is locked" at once
-    # (no busy wait); without a retry about one start in ten lost a write (or memory) here.
-    workers, starts = 8, 60
+    # (no busy wait); without a retry about one start in ten lost a write (or memory) here, so
+    # 30 starts catch a lost retry 96 times in 100 for each opener.
+    workers, starts = 8, 30
     for start in range(starts):
         data_dir = tmp_path / str(start)
         barrier = FORK.Barrier(workers)
