@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from gradio_client import Client  # noqa: E402
 
-from treadwise.testing.webapp import mixed_message, serve_subprocess  # noqa: E402
+from treadwise.testing.webapp import loopback_client, mixed_message, serve_subprocess  # noqa: E402
 
 SESSIONS = 20
 TURNS = 10
@@ -40,8 +40,7 @@ PUBLIC_ENV = {"TREADWISE_PUBLIC": "1", "TREADWISE_TRUSTED_PROXIES": "127.0.0.1"}
 def client(url: str, number: int) -> Client:
     """Session `number`'s client; in public mode from its own address, as a proxy forwards it."""
     headers = {"X-Forwarded-For": f"10.0.{number // 250}.{number % 250 + 1}"} if PUBLIC else None
-    # Plain HTTP on loopback: without ssl_verify=False each request loads the CA bundle.
-    return Client(url, verbose=False, download_files=False, ssl_verify=False, headers=headers)
+    return loopback_client(url, download_files=False, headers=headers)
 
 
 def send(session: Client, text: str) -> tuple[float, dict]:

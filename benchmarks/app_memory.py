@@ -12,7 +12,7 @@ from gradio_client import Client
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from treadwise.testing.webapp import serve_subprocess  # noqa: E402
+from treadwise.testing.webapp import loopback_client, serve_subprocess  # noqa: E402
 
 TURNS = 100
 SESSIONS = 10
@@ -44,7 +44,7 @@ def main() -> None:
             serve_subprocess(Path(tmp) / "data", env={"GRADIO_ANALYTICS_ENABLED": "False"},
                              timeout_s=180) as running:
         app = psutil.Process(running.process.pid)
-        clients = [Client(running.url, verbose=False, download_files=False, ssl_verify=False)
+        clients = [loopback_client(running.url, download_files=False)
                    for _ in range(SESSIONS)]
         turn(clients[0], 0)
         first, first_children = rss_mb(app)

@@ -30,13 +30,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gradio_client import Client  # noqa: E402
-
 from experiments.live.definition import parse_experiment  # noqa: E402
 from experiments.live.report import report  # noqa: E402
 from experiments.live.sequential import Interval, Moments, difference_interval  # noqa: E402
 from treadwise.storage.live_store import SqliteLiveStore  # noqa: E402
-from treadwise.testing.webapp import serve_subprocess  # noqa: E402
+from treadwise.testing.webapp import loopback_client, serve_subprocess  # noqa: E402
 
 QUICK = os.environ.get("LIVE_AB_QUICK") == "1"
 VISITORS = 2000
@@ -65,8 +63,8 @@ def app_visitor(url: str, seed: int) -> bool:
 
 
 def visit(url: str, rng: random.Random) -> None:
-    client = Client(url, verbose=False, download_files=False, ssl_verify=False,
-                    httpx_kwargs={"timeout": 120}, analytics_enabled=False)
+    client = loopback_client(url, download_files=False, httpx_kwargs={"timeout": 120},
+                             analytics_enabled=False)
     for turn in range(rng.randint(1, 3)):
         chatbot, *_ = client.predict(QUESTIONS[turn], "cautious", "offline", "", 0.0,
                                      api_name="/send")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gradio_client import Client
 
 from experiments.live.definition import LiveError, parse_experiment
 from experiments.live.ranking import fit, rank
@@ -24,7 +23,7 @@ from treadwise.storage.live_store import (
     SqliteLiveStore,
     open_live_store,
 )
-from treadwise.testing.webapp import chat_text, serve_in_process
+from treadwise.testing.webapp import chat_text, loopback_client, serve_in_process
 
 DUEL = """name: duel
 side_by_side: true
@@ -169,7 +168,7 @@ def test_a_pick_in_the_app_is_stored_against_the_arms_shown(
     settings = dataclasses.replace(Settings.from_env({}), data_dir=data_dir,
                                    database_url=database_url)
     with serve_in_process(settings) as url:
-        client = Client(url, verbose=False, download_files=False, ssl_verify=False)
+        client = loopback_client(url, download_files=False)
         first, second, _, status = client.predict(f"{MARKER}: what are your opening hours?",
                                                   api_name="/side_by_side")
         shown = chat_text(first) + chat_text(second)

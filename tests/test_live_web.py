@@ -15,7 +15,7 @@ from gradio_client.exceptions import AppError
 from experiments.live.definition import parse_experiment
 from treadwise.settings import Settings
 from treadwise.storage.live_store import DB_NAME, SqliteLiveStore
-from treadwise.testing.webapp import chat_text, serve_in_process
+from treadwise.testing.webapp import chat_text, loopback_client, serve_in_process
 
 MARKER = "Zebra-7781 quokka"  # typed by a visitor: must never reach the experiment tables
 DEFINITION = """name: tone
@@ -51,8 +51,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
 
 
 def guest(url: str) -> Client:
-    return Client(url, auth=("guest", "pw-1177"), verbose=False, download_files=False,
-                  ssl_verify=False)
+    return loopback_client(url, auth=("guest", "pw-1177"), download_files=False)
 
 
 def test_a_visitor_keeps_one_arm_and_their_ratings_carry_no_text(app) -> None:
@@ -107,8 +106,7 @@ def test_only_an_admin_creates_stops_or_reads_a_live_experiment(app) -> None:
         with pytest.raises(AppError, match="signed-in admin"):
             visitor.predict(*args, api_name=api_name)
     assert SqliteLiveStore(data_dir).running()["name"] == "tone"
-    boss = Client(url, auth=("boss", "pw-9931"), verbose=False, download_files=False,
-                  ssl_verify=False)
+    boss = loopback_client(url, auth=("boss", "pw-9931"), download_files=False)
     report, csv = boss.predict("tone", api_name="/live_report")
     assert "Live experiment tone" in report and str(csv).count(".csv") >= 1
     status = boss.predict("tone", api_name="/live_stop")

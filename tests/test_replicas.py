@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from gradio_client import Client
 
-from treadwise.testing.webapp import RunningApp, chat_text, serve_subprocess
+from treadwise.testing.webapp import RunningApp, chat_text, loopback_client, serve_subprocess
 
 WAIT_S = 90
 pytestmark = pytest.mark.slow
@@ -68,14 +68,14 @@ def leads(url: str, email: str) -> list[tuple]:
 
 def test_a_conversation_started_on_one_replica_continues_on_the_other(replicas, database_url):
     a, b = replicas
-    on_a = Client(a.url, verbose=False, ssl_verify=False)
+    on_a = loopback_client(a.url)
     send(on_a, "My name is Ana Silva.").result(WAIT_S)
     plotted = send(on_a, "Calculate the integral of x² from 0 to 3").result(WAIT_S)
     thread, link = exported(plotted)["thread_id"], exported(plotted)["resume"]
     assert len(shown_files(plotted[0])) == 1
 
     # The browser session lives on replica A; replica B knows nothing of it but the thread id.
-    on_b = Client(b.url, verbose=False, ssl_verify=False)
+    on_b = loopback_client(b.url)
     refused = on_b.predict("../../etc/passwd", api_name="/resume")[0]
     assert refused == {"__type__": "update"}  # gr.skip(): the page is left as it was
     chatbot, *_ = on_b.predict(link, api_name="/resume")
@@ -93,14 +93,14 @@ def test_a_conversation_started_on_one_replica_continues_on_the_other(replicas, 
         ("ana@example.com", "Ana Silva")]
 
     # And A, asked again for the same thread, sees the turn B added.
-    back_on_a = Client(a.url, verbose=False, ssl_verify=False).predict(link, api_name="/resume")[0]
+    back_on_a = loopback_client(a.url).predict(link, api_name="/resume")[0]
     assert "Please contact me at ana@example.com" in chat_text(back_on_a, "user")
 
 
 def test_the_same_lead_sent_to_both_replicas_at_once_is_stored_once(replicas, database_url):
     a, b = replicas
     message = "I'd like a fleet quote for 12 vans. Please contact me at bob@fleetco.com"
-    clients = [Client(app.url, verbose=False, ssl_verify=False) for app in (a, b)]
+    clients = [loopback_client(app.url) for app in (a, b)]
     jobs = [send(client, message) for client in clients]
     replies = [chat_text(job.result(WAIT_S)[0]) for job in jobs]
     assert all("bob@fleetco.com" in reply for reply in replies)
@@ -129,7 +129,7 @@ def page() -> Iterator[object]:
 def test_a_page_opened_with_the_thread_id_on_the_other_replica_shows_the_conversation(
         replicas, page):
     a, b = replicas
-    on_a = Client(a.url, verbose=False, ssl_verify=False)
+    on_a = loopback_client(a.url)
     send(on_a, "My name is Carla Diaz.").result(WAIT_S)
     link = exported(send(on_a, "Calculate the integral of x² from 0 to 2").result(WAIT_S))[
         "resume"]

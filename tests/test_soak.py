@@ -9,10 +9,9 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from gradio_client import Client
 
 from treadwise.storage.sqlite import Store
-from treadwise.testing.webapp import mixed_message, serve_subprocess
+from treadwise.testing.webapp import loopback_client, mixed_message, serve_subprocess
 
 SESSIONS = 8
 TURNS = 50
@@ -52,9 +51,7 @@ def test_eight_sessions_fifty_turns_each(data_dir: Path, tmp_path: Path):
 
         def session(number: int) -> None:
             # Files stay on the server: the export is fetched over HTTP, as a browser would.
-            # The app is plain HTTP on loopback; without ssl_verify=False gradio_client loads
-            # the CA bundle for every request, which costs more CPU than the app's turns.
-            client = Client(app.url, verbose=False, download_files=False, ssl_verify=False)
+            client = loopback_client(app.url, download_files=False)
             try:
                 for turn in range(TURNS):
                     text = mixed_message(number, turn, "soak")

@@ -17,6 +17,7 @@ from treadwise.agent import Agent, StageFinished, TextDelta
 from treadwise.agent.strategies import get_strategy, strategy_names
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
+from treadwise.testing.webapp import loopback_client
 
 STAGES = {"Stage: plan.": "plan", "Stage: act.": "act", "Stage: validate.": "validate",
           "Stage: write.": "write", "Stage: think.": "think",
@@ -299,13 +300,12 @@ def test_self_consistency_from_the_command_line(data_dir):
 
 
 def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
-    from gradio_client import Client
 
     from treadwise.testing.webapp import chat_text, serve_in_process
 
     settings = Settings(data_dir=data_dir)
     with serve_in_process(settings) as url:
-        client = Client(url, verbose=False, ssl_verify=False)
+        client = loopback_client(url)
         chatbot, *_ = client.predict("Add 5 and 4, then square the result", "technical",
                                      "offline", "", 0.0, "think-write", api_name="/send")
     titles = [(m.get("metadata") or {}).get("title") or "" for m in chatbot]

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
-from treadwise.testing.webapp import chat_text, serve_in_process
+from treadwise.testing.webapp import chat_text, loopback_client, serve_in_process
 from treadwise.web.access import ADMIN_ONLY, MAX_KEYS, RateLimiter, address_key
 from treadwise.web.gradio_app import banner, launch_kwargs
 
@@ -149,8 +149,7 @@ def public_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 
 def login(url: str, user: str) -> Client:
     password = dict(pair.split(":") for pair in USERS.split(","))[user]
-    return Client(url, auth=(user, password), verbose=False, download_files=False,
-                  ssl_verify=False)
+    return loopback_client(url, auth=(user, password), download_files=False)
 
 
 def send(client: Client, message: str, custom: str = "", temperature: float = 0.0,

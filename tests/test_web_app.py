@@ -17,7 +17,13 @@ from treadwise.models import label
 from treadwise.models.local import bundled_specs
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
-from treadwise.testing.webapp import REPO, chat_text, serve_in_process, use_scripted
+from treadwise.testing.webapp import (
+    REPO,
+    chat_text,
+    loopback_client,
+    serve_in_process,
+    use_scripted,
+)
 from treadwise.web.gradio_app import create_app, launch_kwargs
 
 OFFLINE = ("offline (rule-based, not an LLM)", "offline")
@@ -140,7 +146,7 @@ def test_a_message_over_the_limit_is_refused_before_any_model_call(
     use_scripted(monkeypatch, echo=model)
     settings = Settings.from_env()
     with serve_in_process(settings, Agent(settings)) as url:
-        client = Client(url, verbose=False, ssl_verify=False)
+        client = loopback_client(url)
         shown = send(client, "x" * 80, custom="scripted:echo")
         assert "Messages may be up to 50 characters" in httpx.get(url).text
     reply = chat_text(shown)
@@ -155,7 +161,7 @@ def test_errors_read_as_one_line_and_the_conversation_goes_on(monkeypatch: pytes
     use_scripted(monkeypatch, broken=ScriptedModel().enqueue(explode))
     settings = Settings.from_env()
     with serve_in_process(settings, Agent(settings)) as url:
-        client = Client(url, verbose=False, ssl_verify=False)
+        client = loopback_client(url)
         no_key = chat_text(send(client, "hello", custom="openai:gpt-4o-mini"))
         failed = chat_text(send(client, "hello", custom="scripted:broken"))
         after = chat_text(send(client, "What are your opening hours on Saturday?"))
@@ -173,7 +179,7 @@ def test_data_dir_files_dotenv_and_system_files_are_never_served(
     dotenv.write_text("OPENAI_API_KEY=sk-dotenv-secret-value-1234\n")
     settings = Settings.from_env()
     with serve_in_process(settings, Agent(settings)) as url:
-        client = Client(url, verbose=False, ssl_verify=False, download_files=False)
+        client = loopback_client(url, download_files=False)
         shown = send(client, "I'd like a quote, I'm Ana. Contact me at ana@example.com")
         plot_shown = send(client, "Calculate the integral of x² from 0 to 3")
         leads = settings.data_dir / "leads.db"

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gradio_client import Client
 
 from treadwise.settings import Settings
-from treadwise.testing.webapp import serve_in_process
+from treadwise.testing.webapp import loopback_client, serve_in_process
 from treadwise.web.experiments_tab import run_dir
 from treadwise.web.files import PNG_MAGIC
 
@@ -34,7 +33,7 @@ def results(tmp_path: Path) -> Path:
 
 def test_a_run_shows_its_summary_charts_and_report_and_nothing_else_is_served(results: Path):
     with serve_in_process(Settings.from_env(), results_dir=results) as url:
-        client = Client(url, verbose=False, ssl_verify=False, download_files=False)
+        client = loopback_client(url, download_files=False)
         runs, summary, charts, report, config, case, transcript, baseline = client.predict(
             None, api_name="/runs_refresh")
         assert runs["value"] == RUN and RUN in runs["choices"][0][0]
@@ -60,7 +59,7 @@ def test_only_listed_run_folders_can_be_opened(results: Path):
 def test_a_small_sweep_runs_from_the_page_and_its_results_appear(tmp_path: Path):
     results = tmp_path / "results"
     with serve_in_process(Settings.from_env(), results_dir=results) as url:
-        client = Client(url, verbose=False, ssl_verify=False, download_files=False)
+        client = loopback_client(url, download_files=False)
         runs, summary, charts, *_, status = client.predict(3, api_name="/sweep")
     assert "finished" in status
     assert runs["value"] and (results / runs["value"] / "results.csv").exists()

@@ -18,7 +18,7 @@ from gradio_client.exceptions import AppError
 
 from tests.conftest import REPO
 from treadwise.settings import Settings
-from treadwise.testing.webapp import chat_text, serve_in_process
+from treadwise.testing.webapp import chat_text, loopback_client, serve_in_process
 from treadwise.web.access import ADMIN_ONLY
 from treadwise.web.resume import SECRET_FILE, ThreadLinks
 
@@ -34,7 +34,7 @@ def public(data_dir: Path, **env: str) -> Settings:
 
 def visitor(url: str, address: str | None = None) -> Client:
     headers = {"X-Forwarded-For": address} if address else None
-    return Client(url, verbose=False, ssl_verify=False, download_files=False, headers=headers)
+    return loopback_client(url, download_files=False, headers=headers)
 
 
 def send(client: Client, message: str) -> str:

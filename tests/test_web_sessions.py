@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
-from treadwise.testing.webapp import chat_text, serve_in_process, use_scripted
+from treadwise.testing.webapp import chat_text, loopback_client, serve_in_process, use_scripted
 from treadwise.tools import ToolContext, get_tools
 
 WAIT_S = 60
@@ -71,7 +71,7 @@ def exported(url: str, outputs: tuple) -> dict:
 
 def test_two_sessions_keep_separate_memories_and_run_at_once(app):
     url, agent, gates = app
-    ana, bob = (Client(url, verbose=False, ssl_verify=False) for _ in range(2))
+    ana, bob = (loopback_client(url) for _ in range(2))
     submit(ana, "My name is Ana Silva.").result(WAIT_S)
     slow = submit(ana, "Take your time.", custom="scripted:slow")
     assert gates["slow"].entered.wait(WAIT_S)
@@ -98,11 +98,11 @@ def test_a_quick_question_is_answered_while_ten_sessions_wait_on_slow_replies(ap
     """Ten turns held by a slow model must not hold the queue: a third party's 2+2 is answered
     while every one of them is still waiting (the queue once ran only eight turns at once)."""
     url, agent, gates = app
-    held = [submit(Client(url, verbose=False, ssl_verify=False), f"Slow question {n}",
+    held = [submit(loopback_client(url), f"Slow question {n}",
                    custom="scripted:slow") for n in range(10)]
     for _ in held:
         assert gates["slow"].waiting.acquire(timeout=WAIT_S), "a slow turn never started"
-    quick = submit(Client(url, verbose=False, ssl_verify=False), "What is 2+2?").result(WAIT_S)
+    quick = submit(loopback_client(url), "What is 2+2?").result(WAIT_S)
     assert "= 4" in chat_text(quick[0])
     assert not any(job.done() for job in held)
     gates["slow"].opened.set()
@@ -111,7 +111,7 @@ def test_a_quick_question_is_answered_while_ten_sessions_wait_on_slow_replies(ap
 
 def test_stop_ends_the_turn_at_once_and_the_session_goes_on(app):
     url, agent, gates = app
-    client = Client(url, verbose=False, ssl_verify=False)
+    client = loopback_client(url)
     job = submit(client, "This will be stopped.", custom="scripted:slow")
     assert gates["slow"].entered.wait(WAIT_S)
     client.predict(api_name="/stop")
@@ -128,7 +128,7 @@ def test_stop_ends_the_turn_at_once_and_the_session_goes_on(app):
 
 def test_undo_and_retry_work_on_the_last_turn(app):
     url, agent, _ = app
-    client = Client(url, verbose=False, ssl_verify=False)
+    client = loopback_client(url)
     submit(client, "What are your opening hours on Saturday?").result(WAIT_S)
     second = submit(client, "Add 5 and 4").result(WAIT_S)
     thread = exported(url, second)["thread_id"]
@@ -146,7 +146,7 @@ def test_undo_and_retry_work_on_the_last_turn(app):
 
 def test_a_new_conversation_starts_a_new_thread(app):
     url, agent, _ = app
-    client = Client(url, verbose=False, ssl_verify=False)
+    client = loopback_client(url)
     first = exported(url, submit(client, "My name is Ana Silva.").result(WAIT_S))
     chatbot, *_ = client.predict(api_name="/new_conversation")
     assert chatbot == []
@@ -161,7 +161,7 @@ def test_stop_then_retry_log_no_error_and_memory_keeps_only_the_retried_turn(
     unraisable: list[object] = []
     monkeypatch.setattr("sys.unraisablehook", unraisable.append)
     caplog.set_level("WARNING")
-    client = Client(url, verbose=False, ssl_verify=False)
+    client = loopback_client(url)
     submit(client, "What are your opening hours on Saturday?").result(WAIT_S)
     # Stopped while a tool runs: the turn's question and tool call are half in memory.
     job = submit(client, "Calculate the integral of x^2 from 0 to 3", custom="scripted:tool")

@@ -106,6 +106,15 @@ def wait_for_200(url: str, process: subprocess.Popen[str], timeout_s: float) -> 
     raise AssertionError(f"app.py did not answer 200 at {url} within {timeout_s} s")
 
 
+def loopback_client(url: str, **options: Any) -> Any:
+    """A Gradio client for an app on plain-HTTP loopback. ssl_verify=False: otherwise
+    gradio_client loads the CA bundle for every request, which costs more CPU than the offline
+    turn it sends."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, ssl_verify=False, **options)
+
+
 def chat_text(messages: list[dict[str, Any]], role: str = "assistant") -> str:
     """All text the chatbot shows for one role, in order."""
     parts = []
