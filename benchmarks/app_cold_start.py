@@ -15,7 +15,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from treadwise.testing.webapp import free_port, stop  # noqa: E402
+from tests.support.webapp import free_port, stop  # noqa: E402
 
 ROUNDS = 5
 TIMEOUT_S = 180

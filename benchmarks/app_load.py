@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from gradio_client import Client  # noqa: E402
 
-from treadwise.testing.webapp import loopback_client, mixed_message, serve_subprocess  # noqa: E402
+from tests.support.webapp import loopback_client, mixed_message, serve_subprocess  # noqa: E402
 
 SESSIONS = 20
 TURNS = 10

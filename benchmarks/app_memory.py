@@ -12,7 +12,7 @@ from gradio_client import Client
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from treadwise.testing.webapp import loopback_client, serve_subprocess  # noqa: E402
+from tests.support.webapp import loopback_client, serve_subprocess  # noqa: E402
 
 TURNS = 100
 SESSIONS = 10

@@ -16,8 +16,8 @@ sys.path.insert(0, str(REPO))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from treadwise.testing.webapp import free_port, stop, wait_for_200  # noqa: E402
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.support.webapp import free_port, stop, wait_for_200  # noqa: E402
 
 ROUNDS = 10
 WARM_UP = 2

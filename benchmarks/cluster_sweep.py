@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.sweep_concurrency import SCENARIOS, serve  # noqa: E402
-from treadwise.testing.dask_cluster import ConnectionWatch, LoopbackCluster  # noqa: E402
+from tests.support.dask_cluster import ConnectionWatch, LoopbackCluster  # noqa: E402
 
 CASES = int(os.environ.get("CLUSTER_CASES", 1000))
 THREADS = 16  # the grid's concurrency: each worker's threads, and the one process's

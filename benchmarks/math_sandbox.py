@@ -8,9 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.support.math_problems import PROBLEMS
 from treadwise.safemath import MathEngine
 from treadwise.safemath.jobs import run_job
-from treadwise.testing.math_problems import PROBLEMS
 
 ROUNDS = 5
 GOAL = 1.5

@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 from benchmarks.app_load import client, p95  # noqa: E402
-from treadwise.testing.postgres_cluster import start_cluster  # noqa: E402
-from treadwise.testing.webapp import mixed_message, serve_subprocess  # noqa: E402
+from tests.support.postgres_cluster import start_cluster  # noqa: E402
+from tests.support.webapp import mixed_message, serve_subprocess  # noqa: E402
 
 SESSIONS = 20
 TURNS = 10

@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import yaml
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from tests.support.loopback import OpenAIServer, Reply
 from treadwise.agent import Agent
 from treadwise.models.offline import OfflineModel
 from treadwise.personas import get_persona
 from treadwise.rules.dialogue import STATE_KEY
 from treadwise.settings import Settings
-from treadwise.testing.loopback import OpenAIServer, Reply
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "experiments" / "scenarios" / "default.yaml"

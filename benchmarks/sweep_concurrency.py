@@ -30,7 +30,7 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 SERVER = """
 import sys, time
 sys.path.insert(0, {repo!r})
-from treadwise.testing.loopback import OpenAIServer, tool_then_answer
+from tests.support.loopback import OpenAIServer, tool_then_answer
 answer = tool_then_answer("get_business_info", {{"topic": "opening hours"}})
 def brain(request):
     reply = answer(request)

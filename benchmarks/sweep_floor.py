@@ -25,7 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from treadwise.testing.loopback import OpenAIServer, Reply  # noqa: E402
+from tests.support.loopback import OpenAIServer, Reply  # noqa: E402
 
 QUICK = os.environ.get("SWEEP_FLOOR_QUICK") == "1"
 SMALL, LARGE = (100, 300) if QUICK else (200, 1000)

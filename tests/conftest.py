@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -18,10 +19,17 @@ CLEARED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KE
 for _name in CLEARED:
     os.environ.pop(_name, None)
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+DEAD_PROXY = "http://127.0.0.1:9"
 # The machine's own proxy settings, for the one test that installs from the package registry.
-REAL_PROXIES = {name: os.environ[name] for name in PROXY_NAMES if name in os.environ}
+# pytest-xdist workers inherit the environment this module has already changed (the dead proxy
+# below), so the first process to import it leaves the originals in MACHINE_PROXIES for them.
+MACHINE_PROXIES = "TREADWISE_TESTS_MACHINE_PROXIES"
+if MACHINE_PROXIES not in os.environ:
+    os.environ[MACHINE_PROXIES] = json.dumps(
+        {name: os.environ[name] for name in PROXY_NAMES if name in os.environ})
+REAL_PROXIES: dict[str, str] = json.loads(os.environ[MACHINE_PROXIES])
 # Child processes (CLI tests, the app) inherit a dead proxy, so a forgotten real call fails fast.
-os.environ.update({"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+os.environ.update({"HTTP_PROXY": DEAD_PROXY, "HTTPS_PROXY": DEAD_PROXY,
                    "NO_PROXY": "127.0.0.1,localhost,::1", "GRADIO_ANALYTICS_ENABLED": "False",
                    "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"})
 for _name in ("http_proxy", "https_proxy", "no_proxy"):
@@ -73,7 +81,7 @@ def repo() -> Path:
 def chromium() -> str:
     """Debian's Chromium for the browser tests: missing is a failure saying how to install it,
     never a silent skip."""
-    from treadwise.testing.chromium import require_chromium
+    from tests.support.chromium import require_chromium
 
     try:
         return require_chromium()
@@ -108,7 +116,7 @@ def postgres_cluster():
 
     No PostgreSQL here is a failure saying how to install it, never a silent skip.
     """
-    from treadwise.testing.postgres_cluster import start_cluster
+    from tests.support.postgres_cluster import start_cluster
 
     try:
         cluster = start_cluster()

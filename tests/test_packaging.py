@@ -3,6 +3,7 @@ experiments: pyproject.toml declares every runtime dependency."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROXY_NAMES, REAL_PROXIES, REPO
+from tests.conftest import DEAD_PROXY, PROXY_NAMES, REAL_PROXIES, REPO
 
 # Wheels of the runtime dependencies, kept between runs (outside the repository) so the install
 # is offline and quick after the first run; refilled from the package registry when
@@ -63,3 +64,23 @@ def test_pip_install_dot_in_a_fresh_venv_then_both_packages_import(tmp_path: Pat
                               text=True, timeout=300, env=clean_env())
     assert imported.returncode == 0, imported.stderr[-3000:]
     assert str(tmp_path / "venv") in imported.stdout
+
+
+def test_the_registry_install_never_goes_through_the_tests_dead_proxy() -> None:
+    """In this process (a pytest-xdist worker under the README's command) the environment pip
+    gets keeps the machine's own proxies, never the dead one the tests set for everything else."""
+    assert DEAD_PROXY in os.environ["HTTPS_PROXY"]  # the guard is on in this process
+    assert not [name for name, value in clean_env().items() if DEAD_PROXY in value]
+
+
+def test_a_worker_started_after_the_guard_still_finds_the_machine_proxies(tmp_path: Path) -> None:
+    """A process that inherits the guarded environment (as pytest-xdist's workers do) reads the
+    machine's proxies the first process saw, not the dead proxy it inherited."""
+    machine = {"HTTPS_PROXY": "http://proxy.example:3128"}
+    inherited = {**os.environ, "HTTPS_PROXY": DEAD_PROXY, "HTTP_PROXY": DEAD_PROXY,
+                 "TREADWISE_TESTS_MACHINE_PROXIES": json.dumps(machine)}
+    probe = "import json, tests.conftest as c; print(json.dumps(c.REAL_PROXIES))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=inherited,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == machine

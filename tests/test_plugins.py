@@ -11,10 +11,10 @@ import pytest
 from experiments.analyse.charts import BUILTIN_CHARTS, CHARTS, registered
 from experiments.define.checks import CHECKS, CheckError, validate
 from experiments.define.outcome import BUILTIN_CHECKS
+from tests.support.distributions import install_distribution
 from treadwise.agent.strategies import BUILTIN_STRATEGIES, get_strategy, strategy_names
 from treadwise.models.registry import BUILTIN_PROVIDERS, find_provider, resolve_model
 from treadwise.plugins import Registry, load
-from treadwise.testing.distributions import install_distribution
 from treadwise.tools import BUILTIN_TOOLSETS
 
 ROOT = Path(__file__).resolve().parents[1]

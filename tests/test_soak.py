@@ -10,8 +10,8 @@ import httpx
 import psutil
 import pytest
 
+from tests.support.webapp import loopback_client, mixed_message, serve_subprocess
 from treadwise.storage.sqlite import Store
-from treadwise.testing.webapp import loopback_client, mixed_message, serve_subprocess
 
 SESSIONS = 8
 TURNS = 50
@@ -39,7 +39,7 @@ def test_eight_sessions_fifty_turns_each(data_dir: Path, tmp_path: Path):
     # What the soak measures is memory and correctness over many turns, not speed. Eight
     # sessions' integrals and plots share two cores (with whatever else runs here), so a plot's
     # wall-clock time is mostly waiting for CPU; the 5 s default timeout, which is about hostile
-    # input (tests/test_sandbox.py), would fail turns for being starved, not for being hard.
+    # input (tests/safemath/test_sandbox.py), would fail turns for being starved, not for being hard.
     with serve_subprocess(data_dir, env={"TREADWISE_MATH_TIMEOUT_S": "60"}) as app:
         process = psutil.Process(app.process.pid)
 

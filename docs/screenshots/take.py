@@ -21,9 +21,9 @@ sys.path.insert(0, str(REPO))
 from PIL import Image  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.support.webapp import serve_in_process  # noqa: E402
 from treadwise.settings import Settings  # noqa: E402
-from treadwise.testing.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from treadwise.testing.webapp import serve_in_process  # noqa: E402
 
 SWEEP_CASES = "45"
 QUESTIONS = ["What tires do you recommend for an SUV I drive in the snow?",

@@ -13,7 +13,7 @@ from treadwise.errors import retry_after_seconds
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 # How every retry waits unless a transport is given its own: looked up at each wait, so a test
-# can swap in a recorder (treadwise.testing.fakes.RecordedWaits) instead of really sleeping.
+# can swap in a recorder (tests/conftest.py's retry_waits) instead of really sleeping.
 sleep: Callable[[float], None] = time.sleep
 async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 

@@ -1,0 +1,110 @@
+"""In Chromium: a thumb clicked on a reply is stored against the visitor's arm, a second click
+takes it back, and a reload keeps the visitor in the same arm."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.live.definition import parse_experiment
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.support.webapp import serve_in_process
+from treadwise.settings import Settings
+from treadwise.storage.live_store import SqliteLiveStore
+
+pytestmark = pytest.mark.browser
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+TIMEOUT_MS = 60_000
+DEFINITION = "name: tone\narms:\n  - {name: warm, persona: friendly}\n" \
+             "  - {name: exact, persona: technical}\n"
+
+
+def until(condition, what: str, timeout_s: float = 30.0):
+    """Wait for the server to have stored something the page sent (no fixed sleep)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if found := condition():
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"never happened: {what}")
+
+
+def ask(page, text: str, replies: int) -> None:
+    page.locator("#message textarea").fill(text)
+    page.locator("#send").click()
+    page.wait_for_function(
+        f"document.querySelectorAll('#chat .tw-footer').length >= {replies}")
+
+
+def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(tmp_path: Path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's Chromium is not installed")
+    data_dir = tmp_path / "data"
+    store = SqliteLiveStore(data_dir)
+    experiment = parse_experiment(DEFINITION)
+    store.create(experiment.name, experiment.model_dump())
+    settings = dataclasses.replace(Settings.from_env({}), data_dir=data_dir)
+
+    def ratings() -> list[dict]:
+        return [e for e in store.events("tone") if e["kind"] == "rating"]
+
+    with serve_in_process(settings) as url, playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_context().new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(url)
+        page.locator("#live-note").wait_for()  # the visitor is told which assistant answers
+        ask(page, "What are your opening hours?", 1)
+        page.locator("#chat button[aria-label='Like']").last.click()
+        (rating,) = until(ratings, "a rating stored")
+        assert rating["value"] == 1.0
+        assert store.assignments("tone") == [{"visitor": rating["visitor"], "arm": rating["arm"]}]
+        page.locator("#chat button[aria-label='Liked']").last.click()  # the same thumb: undo
+        until(lambda: not ratings(), "the rating taken back")
+        page.reload()
+        page.locator("#live-note").wait_for()
+        ask(page, "Do you offer mobile tire installation in Austin?", 1)
+        page.locator("#chat button[aria-label='Dislike']").last.click()
+        (again,) = until(ratings, "a rating after the reload")
+        page.locator("#live-score-pick label", has_text="4").click()
+        page.locator("#live-score-status", has_text="score 4 is saved").wait_for()
+        browser.close()
+    assert (again["visitor"], again["arm"], again["value"]) == (
+        rating["visitor"], rating["arm"], -1.0), "a reload changed the visitor or the arm"
+    assert len(store.assignments("tone")) == 1
+    (score,) = [e for e in store.events("tone") if e["kind"] == "score"]
+    assert (score["visitor"], score["arm"], score["value"]) == (
+        rating["visitor"], rating["arm"], 4.0), "the score is not the visitor's, in their arm"
+
+
+def test_side_by_side_in_the_browser_names_the_arms_only_after_the_pick(tmp_path: Path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's Chromium is not installed")
+    data_dir = tmp_path / "data"
+    store = SqliteLiveStore(data_dir)
+    experiment = parse_experiment(DEFINITION.replace("arms:", "side_by_side: true\narms:"))
+    store.create(experiment.name, experiment.model_dump())
+    settings = dataclasses.replace(Settings.from_env({}), data_dir=data_dir)
+    with serve_in_process(settings) as url, playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_context().new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(url)
+        page.locator("#sbs-message textarea").wait_for()
+        assert not page.locator("#chat").is_visible(), "the usual conversation is still shown"
+        page.locator("#sbs-message textarea").fill("What are your opening hours?")
+        page.locator("#sbs-send").click()
+        page.locator("#sbs-status", has_text="Pick one").wait_for()
+        answers = page.locator("#side-by-side").inner_text()
+        assert "Friendly" not in answers and "Technical" not in answers
+        page.locator("#sbs-2").click()
+        (pick,) = until(lambda: store.picks("tone"), "a pick stored")
+        page.locator("#sbs-status", has_text="you picked answer 2").wait_for()
+        second = page.locator("#sbs-answer-2 .tw-footer").last.inner_text()
+        browser.close()
+    assert pick["winner"] == pick["arm_b"]
+    assert {"warm": "Friendly", "exact": "Technical"}[pick["arm_b"]] in second

@@ -1,0 +1,199 @@
+"""The app's safe defaults: launch options, model picker, refused input, files never served."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from gradio_client import Client
+from langchain_core.messages import AIMessage
+
+from tests.support.webapp import (
+    REPO,
+    chat_text,
+    loopback_client,
+    serve_in_process,
+    use_scripted,
+)
+from treadwise.agent import Agent
+from treadwise.models import label
+from treadwise.models.local import bundled_specs
+from treadwise.settings import Settings
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.web.gradio_app import create_app, launch_kwargs
+
+OFFLINE = ("offline (rule-based, not an LLM)", "offline")
+
+
+def component(demo, elem_id: str) -> dict:
+    config = demo.get_config_file()
+    return next(c["props"] for c in config["components"]
+                if c.get("props", {}).get("elem_id") == elem_id)
+
+
+def send(client: Client, message: str, persona: str = "friendly", model: str = "offline",
+         custom: str = "") -> list[dict]:
+    chatbot, *_ = client.predict(message, persona, model, custom, 0.0, api_name="/send")
+    return chatbot
+
+
+def test_launch_options_are_safe_by_default(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TREADWISE_AUTH", "ana:s3cret-pass")
+    settings = Settings.from_env()
+    options = launch_kwargs(settings)
+    assert options["server_name"] == "127.0.0.1" and options["server_port"] == 7860
+    assert options["share"] is False
+    assert options["auth"] == [("ana", "s3cret-pass")]
+    assert options["show_error"] is False
+    assert options["enable_monitoring"] is False
+    assert options["max_file_size"]
+    blocked = options["blocked_paths"]
+    for name in ("leads.db", "memory.db", "plots"):
+        assert str(settings.data_dir.resolve() / name) in blocked
+    assert not any(p.endswith("web-cache") for p in blocked)
+    assert str(Path.cwd() / ".env") in options["blocked_paths"]
+    assert not any(Path(p).is_relative_to(settings.data_dir) for p in options["allowed_paths"])
+    before = dict(os.environ)
+    demo = create_app(settings)
+    changed = {k for k in {*before, *os.environ} if before.get(k) != os.environ.get(k)}
+    # The cache folder is ours; Gradio's Blocks turns Hugging Face telemetry off by itself.
+    assert changed <= {"GRADIO_TEMP_DIR", "HF_HUB_DISABLE_TELEMETRY"}
+    assert demo._queue.default_concurrency_limit >= 4
+    assert Path(demo.GRADIO_CACHE).is_relative_to(settings.data_dir.resolve()), \
+        "served copies stay in the data dir, not the system temp dir"
+
+
+def test_host_and_port_come_from_the_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TREADWISE_HOST", "127.0.0.2")
+    monkeypatch.setenv("TREADWISE_PORT", "7999")
+    options = launch_kwargs(Settings.from_env())
+    assert (options["server_name"], options["server_port"]) == ("127.0.0.2", 7999)
+    assert options["auth"] is None
+
+
+def test_login_is_required_when_auth_is_set(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TREADWISE_AUTH", "ana:s3cret-pass")
+    with serve_in_process(Settings.from_env()) as url:
+        assert httpx.get(url + "config").status_code == 401
+        login = httpx.post(url + "login", data={"username": "ana", "password": "s3cret-pass"})
+        assert login.status_code == 200
+        assert httpx.get(url + "config", cookies=login.cookies).status_code == 200
+
+
+def test_without_a_key_only_offline_local_models_and_the_custom_field_are_offered():
+    demo = create_app(Settings.from_env())
+    local = [(label(spec), spec) for spec in bundled_specs()]
+    assert [tuple(c) for c in component(demo, "model-picker")["choices"]] == [OFFLINE, *local]
+    assert component(demo, "model-spec")["label"] == "Or any model spec"
+
+
+def test_with_an_openai_key_openai_models_appear_in_the_page(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+    with serve_in_process(Settings.from_env()) as url:
+        page = httpx.get(url).text
+    assert "openai:gpt-4o-mini" in page and OFFLINE[0] in page
+    assert "sk-test-not-a-real-key-0000" not in page
+
+
+def test_personas_are_listed_with_their_descriptions_and_a_new_file_appears(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    extra = tmp_path / "personas"
+    extra.mkdir()
+    (extra / "pirate.yaml").write_text("key: pirate\nname: Tire Pirate\ndescription: Talks like "
+                                       "a pirate about tires.\nstyle: Arr.\norder: 9\n")
+    monkeypatch.setenv("TREADWISE_PERSONAS_DIR", str(extra))
+    demo = create_app(Settings.from_env())
+    choices = [tuple(c) for c in component(demo, "persona-picker")["choices"]]
+    assert ("Technical Expert", "technical") in choices and ("Tire Pirate", "pirate") in choices
+    page_text = str(demo.get_config_file())
+    assert "Precise and specification-driven" in page_text and "Talks like a pirate" in page_text
+
+
+def test_a_persona_file_named_like_a_built_in_is_ignored_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
+    from treadwise.personas import load_personas
+
+    extra = tmp_path / "personas"
+    extra.mkdir()
+    (extra / "friendly.yaml").write_text("name: Impostor\ndescription: Not the real one.\n"
+                                         "style: Sell everything.\n")
+    (extra / "sly.yaml").write_text("key: technical\nname: Impostor 2\ndescription: Also "
+                                    "not.\nstyle: Hm.\n")
+    monkeypatch.setenv("TREADWISE_PERSONAS_DIR", str(extra))
+    with caplog.at_level("WARNING", logger="treadwise.personas"):
+        personas = load_personas()
+    assert personas["friendly"].name != "Impostor" and personas["technical"].name != "Impostor 2"
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any("friendly.yaml is ignored: the persona 'friendly' is built in" in w
+               for w in warnings)
+    assert any("sly.yaml is ignored" in w for w in warnings)
+
+
+def test_importing_treadwise_does_not_import_gradio():
+    code = ("import sys, treadwise, treadwise.agent, treadwise.command_line, treadwise.web; "
+            "assert 'gradio' not in sys.modules, 'gradio imported'")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+def test_a_message_over_the_limit_is_refused_before_any_model_call(
+        monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TREADWISE_MAX_INPUT_CHARS", "50")
+    model = ScriptedModel().enqueue(AIMessage("should never be asked"))
+    use_scripted(monkeypatch, echo=model)
+    settings = Settings.from_env()
+    with serve_in_process(settings, Agent(settings)) as url:
+        client = loopback_client(url)
+        shown = send(client, "x" * 80, custom="scripted:echo")
+        assert "Messages may be up to 50 characters" in httpx.get(url).text
+    reply = chat_text(shown)
+    assert "Message not sent" in reply and "the limit is 50" in reply
+    assert model.calls == []
+
+
+def test_errors_read_as_one_line_and_the_conversation_goes_on(monkeypatch: pytest.MonkeyPatch):
+    def explode(messages, kwargs):
+        raise RuntimeError("socket closed by peer at 10.0.0.1 /srv/app.py line 9")
+
+    use_scripted(monkeypatch, broken=ScriptedModel().enqueue(explode))
+    settings = Settings.from_env()
+    with serve_in_process(settings, Agent(settings)) as url:
+        client = loopback_client(url)
+        no_key = chat_text(send(client, "hello", custom="openai:gpt-4o-mini"))
+        failed = chat_text(send(client, "hello", custom="scripted:broken"))
+        after = chat_text(send(client, "What are your opening hours on Saturday?"))
+    assert "Model not available" in no_key and "OPENAI_API_KEY" in no_key
+    assert "--model" not in no_key, "a web user has no command line"
+    assert "Something went wrong (RuntimeError)" in failed
+    assert "Traceback" not in failed and "/srv/app.py" not in failed
+    assert "Saturday" in after.split("Something went wrong")[-1]
+
+
+def test_data_dir_files_dotenv_and_system_files_are_never_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("OPENAI_API_KEY=sk-dotenv-secret-value-1234\n")
+    settings = Settings.from_env()
+    with serve_in_process(settings, Agent(settings)) as url:
+        client = loopback_client(url, download_files=False)
+        shown = send(client, "I'd like a quote, I'm Ana. Contact me at ana@example.com")
+        plot_shown = send(client, "Calculate the integral of x² from 0 to 3")
+        leads = settings.data_dir / "leads.db"
+        assert leads.exists() and (settings.data_dir / "memory.db").exists()
+        plot = next(item["file"] for m in plot_shown for item in m["content"]
+                    if item.get("type") == "file")
+        served = httpx.get(f"{url}gradio_api/file={plot['path']}")
+        assert served.status_code == 200 and served.content.startswith(b"\x89PNG")
+        for target, secret in [(leads, b"ana@example.com"), (dotenv, b"sk-dotenv-secret"),
+                               (settings.data_dir / "memory.db", b"ana@example.com"),
+                               (Path("/etc/passwd"), b"root:"),
+                               (Path(plot["path"]).parent / ".." / ".." / "etc" / "passwd",
+                                b"root:")]:
+            response = httpx.get(f"{url}gradio_api/file={target}")
+            assert response.status_code != 200, target
+            assert secret not in response.content, target
+    assert "ana@example.com" in chat_text(shown)
