@@ -39,7 +39,7 @@ def test_eight_sessions_fifty_turns_each(data_dir: Path, tmp_path: Path):
     # What the soak measures is memory and correctness over many turns, not speed. Eight
     # sessions' integrals and plots share two cores (with whatever else runs here), so a plot's
     # wall-clock time is mostly waiting for CPU; the 5 s default timeout, which is about hostile
-    # input (tests/safemath/test_sandbox.py), would fail turns for being starved, not for being hard.
+    # input (tests/safemath/test_sandbox.py), would fail turns for being starved, not hard.
     with serve_subprocess(data_dir, env={"TREADWISE_MATH_TIMEOUT_S": "60"}) as app:
         process = psutil.Process(app.process.pid)
 
