@@ -88,6 +88,7 @@ BUILTIN_CHECKS: dict[str, str] = {
     "forbidden_tools": "experiments.define.checks:forbidden_tools",
     "tool_args": "experiments.define.checks:tool_args",
     "tool_result_matches": "experiments.define.checks:tool_result_matches",
+    "tool_found": "experiments.define.checks:tool_found",
     "answer_matches": "experiments.define.checks:answer_matches",
     "answer_excludes": "experiments.define.checks:answer_excludes",
     "answer_number": "experiments.define.checks:answer_number",

@@ -63,7 +63,8 @@ def test_a_normal_turn_is_not_marked_as_capped(data_dir):
     assert result.stopped_by_cap is False
     assert (result.llm_calls, result.iterations) == (2, 2)
     assert result.tool_calls[0].public() == {"name": "lookup", "args": {"term": "rim"},
-                                             "result": "rim means a thing", "error": None}
+                                             "result": "rim means a thing", "error": None,
+                                             "artifact": None}
 
 
 def test_arguments_that_are_not_json_reach_the_model_as_an_error(data_dir):

@@ -310,9 +310,9 @@ def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
                                      "offline", "", 0.0, "think-write", api_name="/send")
     titles = [(m.get("metadata") or {}).get("title") or "" for m in chatbot]
     thoughts = [t for t in titles if t.startswith("Thought (private")]
-    assert len(thoughts) == 3 and "Tool: add" in titles and "Stage: write" in titles
+    assert len(thoughts) == 3 and "Tool: add \u00b7 = 9" in titles and "Stage: write" in titles
     # The thoughts come before the tool they led to, and the answer comes last.
-    assert titles.index(thoughts[0]) < titles.index("Tool: add")
+    assert titles.index(thoughts[0]) < titles.index("Tool: add \u00b7 = 9")
     answer = chat_text(chatbot[-1:])
     assert "81" in answer and "The customer asks" not in answer
 

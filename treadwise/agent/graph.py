@@ -27,6 +27,7 @@ from treadwise.agent.state import TurnContext
 from treadwise.conversation import STAGE_KEY, current_turn
 from treadwise.errors import redact
 from treadwise.personas import Persona
+from treadwise.tools.artifacts import ToolArtifact
 
 HISTORY_TURNS = 20
 
@@ -52,6 +53,9 @@ def _guarded(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]
     if isinstance(result, ToolMessage):
         if isinstance(result.content, str):
             result.content = redact(result.content)  # tool results go to memory as they are
+        if isinstance(result.artifact, ToolArtifact):  # and so does what they found
+            result.artifact = result.artifact.model_validate(
+                redact_args(result.artifact.model_dump()))
         result.response_metadata = {**result.response_metadata,
                                     "duration_s": round(time.perf_counter() - started, 4)}
     return result

@@ -13,6 +13,8 @@ from treadwise import consent
 from treadwise.consent import REFUSED, TELL, Refusal, customer_ask
 from treadwise.conversation import current_turn, stage_of
 from treadwise.emails import find_emails, lookalikes
+from treadwise.tools.artifacts import artifact_of
+from treadwise.tools.business_results import ErasureResult
 
 LEAD_TOOL = "record_customer_interest"
 FEEDBACK_TOOL = "record_feedback"
@@ -229,32 +231,32 @@ def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequenc
     if not latest or erase_refusal(messages) is not None:
         return answer
     turn = current_turn(messages)
-    erased = [m.text for m in turn
+    erased = [m for m in turn
               if isinstance(m, ToolMessage) and m.name == ERASE_TOOL and m.status != "error"]
     if erased:
-        return _confirmed(answer, erased[-1])
+        return _confirmed(answer, artifact_of(erased[-1]))
     tool = next((t for t in tools if getattr(t, "name", "") == ERASE_TOOL), None)
     if tool is None:
         return answer
+    call = {"type": "tool_call", "id": f"erase-{thread_id}", "name": ERASE_TOOL, "args": {}}
     try:
-        done = str(tool.invoke({}, config={"configurable": {"thread_id": thread_id}}))
+        done = artifact_of(tool.invoke(call, config={"configurable": {"thread_id": thread_id}}))
     except Exception as exc:  # noqa: BLE001 - a failed erasure is reported, never raised
         return f"I couldn't delete your data right now ({type(exc).__name__}). Please try again."
     withdrew = consent.withdraws(consent.own_words(latest[0].text))
-    if done.startswith("Deleted: "):
+    if isinstance(done, ErasureResult) and done.outcome == "deleted":
         return _confirmed("", done)
     return ("Nothing was stored from this conversation, so there is nothing to delete; "
             "nobody will contact you.") if withdrew else answer
 
 
-def _confirmed(answer: str, done: str) -> str:
+def _confirmed(answer: str, done: object) -> str:
     """The model's answer when it says what the erasure deleted (every address it named, and
     that it was deleted); else the erasure's own account, so the customer always reads what
     went (a small model may drop it for a sentence of its own)."""
-    if not done.startswith("Deleted: "):
+    if not isinstance(done, ErasureResult) or done.outcome != "deleted":
         return answer
-    gone = done.removeprefix("Deleted: ")
-    if answer and "delet" in answer.casefold() and all(
-            email in answer for email in find_emails(gone)):
+    if answer and "delet" in answer.casefold() and all(email in answer for email in done.emails):
         return answer
-    return f"I've deleted {gone} Nobody will contact you."
+    return (f"I've deleted {done.deleted}. The text of this chat itself is not deleted by this. "
+            "Nobody will contact you.")

@@ -173,8 +173,7 @@ class OfflineModel(BaseChatModel):
 
 def _resolve(step: list[Call], results: list[ToolMessage]) -> list[Call] | None:
     """This step's calls, with the previous step's exact result where a call needs it."""
-    last = results[-1] if results else None
-    value = dialogue.exact_result(last.name or "", last.text) if last else None
+    value = dialogue.result_of(results[-1]) if results else None
     resolved = []
     for call in step:
         if needs_previous(call):

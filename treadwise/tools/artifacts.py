@@ -88,6 +88,13 @@ def artifact_of(message: Any) -> ToolArtifact | None:
         return None
 
 
+def words_of(message: Any) -> str:
+    """A tool result as people read it: its artifact's own words (whatever text the model was
+    given), or the text of a text-only result or an error."""
+    found = artifact_of(message)
+    return found.words() if found is not None else str(getattr(message, "text", ""))
+
+
 def files_of(message: Any) -> list[str]:
     """The files a tool result made; a bare path is how plots were kept before artifacts."""
     found = getattr(message, "artifact", None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from treadwise.safemath.answer import Answer, Kind
-from treadwise.tools.artifacts import ToolArtifact
+from treadwise.tools.artifacts import ToolArtifact, artifact_of
 
 PLOT_NOTE = "The shaded area is drawn in the attached plot."
 Operand = str | int | float | None
@@ -81,3 +81,9 @@ def calculation(operation: str, operands: dict[str, object], answer: Answer) -> 
     if answer.file is not None:
         return PlotResult(file=answer.file, labels=list(answer.labels), **fields)
     return MathResult(**fields)
+
+
+def calculation_of(message: object) -> Calculation | None:
+    """The math artifact a ToolMessage (or a step) carries, if it is one."""
+    found = artifact_of(message)
+    return found if isinstance(found, Calculation) else None

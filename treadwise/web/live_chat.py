@@ -14,6 +14,7 @@ import gradio as gr
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
 from treadwise.storage.live_store import SCORES
+from treadwise.tools.business_results import InterestResult
 from treadwise.web.access import accept_any
 from treadwise.web.render import turn_messages
 from treadwise.web.session import ChatSession, Turn, visitor_key
@@ -134,7 +135,8 @@ class LiveChat:
         if turn.status == "error":
             kinds.append("error")
         if any(step.name == LEAD_TOOL and step.error is None
-               and str(step.result or "").startswith("Saved") for step in turn.steps):
+               and isinstance(step.artifact, InterestResult) and step.artifact.outcome == "saved"
+               for step in turn.steps):
             kinds.append("lead")
         try:
             for kind in kinds:
