@@ -35,7 +35,11 @@ def test_integral_through_the_cli(data_dir):
     assert "9" in data["answer"]
     names = [call["name"] for call in data["tool_calls"]]
     assert "integrate" in names and "plot_area" in names
-    assert all(set(call) == {"name", "args", "result", "error"} for call in data["tool_calls"])
+    assert all(set(call) == {"name", "args", "result", "error", "artifact"}
+               for call in data["tool_calls"])
+    found = next(call["artifact"] for call in data["tool_calls"] if call["name"] == "integrate")
+    assert (found["operation"], found["exact"], found["operands"]["upper"]) == ("integrate", "9",
+                                                                               "3")
     png = Path(data["artifacts"][0])
     assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
     assert png.resolve().is_relative_to(data_dir.resolve())

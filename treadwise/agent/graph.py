@@ -27,7 +27,7 @@ from treadwise.agent.state import TurnContext
 from treadwise.conversation import STAGE_KEY, current_turn
 from treadwise.errors import redact
 from treadwise.personas import Persona
-from treadwise.tools.artifacts import ToolArtifact
+from treadwise.tools.artifacts import ToolArtifact, words_of
 
 HISTORY_TURNS = 20
 
@@ -105,8 +105,8 @@ def stage_message(text: str, stage: str) -> HumanMessage:
 
 def fallback_answer(messages: Sequence[AnyMessage]) -> str:
     """An honest answer when the model produced none: what the tools found, or an apology."""
-    results = [m.text.strip() for m in current_turn(messages)
-               if isinstance(m, ToolMessage) and m.status != "error" and m.text.strip()]
+    results = [words_of(m).strip() for m in current_turn(messages)
+               if isinstance(m, ToolMessage) and m.status != "error" and words_of(m).strip()]
     if results:
         return ("I couldn't write a complete answer in the steps I'm allowed, but here is what "
                 "I found: " + " ".join(results[-3:]))
