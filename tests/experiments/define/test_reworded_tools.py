@@ -42,6 +42,7 @@ def sweep(root: Path) -> tuple[dict[str, list[str]], dict[str, list[tuple[str, b
     return answers, verdicts, steps
 
 
+@pytest.mark.slow  # every default scenario, twice: about a minute here
 def test_rewording_the_tools_changes_no_offline_answer_and_no_check_verdict(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     answers, verdicts, plain = sweep(tmp_path / "plain")
