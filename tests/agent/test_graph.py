@@ -162,7 +162,8 @@ def test_undo_removes_the_last_turn(data_dir):
 
 def test_stream_yields_tool_steps_then_the_result(data_dir):
     model = ScriptedModel(script=[call("lookup", term="tread"), AIMessage("Tread grips.")])
-    events = list(make_agent(data_dir, model).stream("define", model="scripted"))
+    agent = make_agent(data_dir, model)
+    events = list(agent.stream("define", agent.request(model="scripted")))
     kinds = [type(e) for e in events]
     assert kinds.index(ToolStarted) < kinds.index(ToolFinished) < kinds.index(TurnFinished)
     finished = next(e for e in events if isinstance(e, ToolFinished)).step

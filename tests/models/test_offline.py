@@ -195,7 +195,7 @@ def test_streamed_answers_keep_the_state(agent):
     from treadwise.agent.agent import TextDelta, TurnFinished
 
     for message in ("Add 5 and 4", "times 3"):
-        events = list(agent.stream(message, thread_id="s"))
+        events = list(agent.stream(message, agent.request(thread_id="s")))
     assert sum(isinstance(e, TextDelta) for e in events) > 3
     assert "27" in next(e for e in events if isinstance(e, TurnFinished)).result.answer
 

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 
 from treadwise.agent.calls import CallStats
-from treadwise.errors import FriendlyError, redact
+from treadwise.errors import FriendlyError, classify, redact
 from treadwise.tools.artifacts import ToolArtifact, artifact_of, files_of
 
 
@@ -116,3 +116,12 @@ def record_tool_result(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
     step.artifact = artifact_of(message)
     step.artifacts = files_of(message)
     return step
+
+
+def refused(error: Exception, *, persona: str, model: str, thread_id: str) -> TurnResult:
+    """The result of a turn whose request could not be made: only its error (the CLI prints
+    it as JSON like any other failure); the model is shown as people may see it."""
+    from treadwise.models.registry import display_name
+
+    return TurnResult(answer="", persona=persona, model=display_name(model), temperature=0.0,
+                      thread_id=thread_id, error=classify(error))

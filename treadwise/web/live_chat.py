@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 import threading
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from treadwise.agent.request import TurnRequest
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
 from treadwise.storage.live_store import SCORES
@@ -35,6 +35,7 @@ VISITOR_JS = """() => {
   return [id];
 }"""
 VISITOR_RE = re.compile(r"[0-9a-fA-F-]{16,64}")
+ArmTag = tuple[str, str, str]  # (live experiment, arm, visitor) behind a turn
 LEAD_TOOL = "record_customer_interest"
 THUMBS = ("Like", "Dislike")
 VISITORS_KEPT = 10_000  # page sessions whose browser id is kept (see LiveChat.choose)
@@ -111,8 +112,12 @@ class LiveChat:
         arm = experiment.arm(name)
         return (experiment, arm, visitor) if arm is not None else None
 
-    def choose(self, session: ChatSession, choice: Any, request: gr.Request | None = None) -> Any:
-        """The pickers' choice, or the visitor's arm's when an experiment is running."""
+    def choose(self, session: ChatSession, request: gr.Request | None = None
+               ) -> tuple[TurnRequest, ArmTag] | None:
+        """The turn request of the visitor's arm, and the arm, when a running experiment
+        decides who answers (whatever the pickers say); None when none does. An arm was
+        checked when its experiment was defined; its request is checked once more here, like
+        every request at an edge."""
         if not session.visitor and request is not None:
             # Gradio may lose a new page's session state to load events creating it at once
             # (its StateHolder is unlocked): the browser id the page sent is kept here too.
@@ -120,13 +125,18 @@ class LiveChat:
                 session.visitor = self._visitors.get(getattr(request, "session_hash", ""), "")
         found = self.arm(session)
         if found is None:
-            return choice
+            return None
         experiment, arm, visitor = found
-        return dataclasses.replace(choice, persona=arm.persona, model=arm.model, custom="",
-                                   temperature=arm.temperature, strategy=arm.strategy,
-                                   arm=(experiment.name, arm.name, visitor))
+        return self.request_for(arm, session.thread_id), (experiment.name, arm.name, visitor)
 
-    def record(self, turn: Turn, arm: tuple[str, str, str] | None) -> None:
+    def request_for(self, arm: Arm, thread_id: str) -> TurnRequest:
+        """The turn request an arm answers with, in the conversation `thread_id`: the one
+        place an experiment decides who answers (override it to decide otherwise)."""
+        return TurnRequest.read(persona=arm.persona, model=arm.model,
+                                temperature=arm.temperature, strategy=arm.strategy,
+                                thread_id=thread_id, personas_dir=self.settings.personas_dir)
+
+    def record(self, turn: Turn, arm: ArmTag | None) -> None:
         """A finished turn's events: it happened, it failed, it recorded a lead."""
         if arm is None:
             return
