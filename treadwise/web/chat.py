@@ -285,7 +285,8 @@ class ChatTab:
         asked = TurnRequest.read(
             persona=choice.persona, model=choice.spec, temperature=choice.temperature,
             strategy=choice.strategy, thread_id=session.thread_id,
-            personas_dir=self.settings.personas_dir, temperatures=TEMPERATURE_RANGE)
+            personas_dir=self.settings.personas_dir, temperatures=TEMPERATURE_RANGE,
+            models=self.runner.agent.injected_models())
         if refusal := self.access.model_refusal(asked.model, request):
             raise InvalidRequest(refusal)
         return asked, None

@@ -44,6 +44,11 @@ class LazyAgent:
                     self._agent = Agent(self.settings)
         return self._agent
 
+    def injected_models(self) -> frozenset[str]:
+        """Names of the models an embedding app gave its Agent (they are not specs); an agent
+        built here from the settings has none, and is not built to say so."""
+        return frozenset(self._agent.injected_models) if self._agent is not None else frozenset()
+
     def warm_up(self) -> threading.Thread:
         def build() -> None:
             try:
