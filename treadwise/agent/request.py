@@ -90,7 +90,7 @@ class TurnRequest(BaseModel):
     @classmethod
     def _routing(cls, value: object) -> str | None:
         if value is None or value in ROUTING_MODES:
-            return value  # type: ignore[return-value]
+            return value
         raise ValueError(f"Routing must be one of {', '.join(ROUTING_MODES)} (got {value!r}).")
 
     @cached_property

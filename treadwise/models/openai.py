@@ -27,7 +27,7 @@ def build(spec: ModelSpec, settings: ModelSettings) -> Any:
     return chat_class(
         model=spec.model, temperature=settings.temperature, api_key=SecretStr(key),
         base_url=base_url, timeout=runtime.timeout_s, max_retries=0, seed=settings.seed,
-        max_tokens=settings.max_tokens, stream_usage=True,
+        max_completion_tokens=settings.max_tokens, stream_usage=True,
         http_socket_options=(),  # our own clients below; nothing for langchain-openai to tune
         http_client=sync_client, http_async_client=async_client,
         rate_limiter=rate_limiter("openai", runtime),

@@ -123,9 +123,9 @@ class Voice:
         return self.pick("data_erased", deleted=result.deleted.rstrip("."))
 
     def _math_body(self, plan: Plan, results: Sequence[ToolMessage]) -> str:
-        steps = [m for m in results if m.name != "plot_area"]
+        worked = [m for m in results if m.name != "plot_area"]
         plots = [m for m in results if m.name == "plot_area"]
-        lines = [_math_line(m) for m in steps]
+        lines = [_math_line(m) for m in worked]
         shown = lines or [words_of(m) for m in plots]
         if self.persona.show_method:
             steps = ("; ".join(f"step {i}: {t}" for i, t in enumerate(shown, 1))
@@ -134,7 +134,7 @@ class Voice:
         elif len(shown) > 1:
             words = ["First,", *["Then"] * (len(shown) - 2), "Finally,"]
             body = " ".join(_sentence(f"{w} {t}") for w, t in zip(words, shown, strict=True))
-            body += f" So the final answer is {_final((steps or plots)[-1])}."
+            body += f" So the final answer is {_final((worked or plots)[-1])}."
         else:
             body = _sentence(shown[0])
         if plots and lines:

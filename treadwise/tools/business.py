@@ -5,6 +5,8 @@ Each returns its words for the model and a typed artifact (tools/business_result
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
@@ -103,7 +105,7 @@ class BusinessDesk:
                 winter/snow, performance/sport, towing.
         """
         catalogue = load_tire_catalogue(self.context.tire_catalogue)
-        asked = {"vehicle_type": vehicle_type, "usage": usage,
+        asked: dict[str, Any] = {"vehicle_type": vehicle_type, "usage": usage,
                  "vehicles": list(catalogue.vehicles.names), "usages": list(catalogue.usages.names)}
         vehicle = catalogue.vehicles.find(vehicle_type)
         if vehicle is None:
@@ -199,7 +201,7 @@ class BusinessDesk:
 
 def availability(coverage: Coverage, location: str, service_type: str) -> ServiceAvailability:
     """Whether `service_type` is offered in `location`, as the coverage file says."""
-    asked = {"location": location, "service_type": service_type}
+    asked: dict[str, Any] = {"location": location, "service_type": service_type}
     city_name = coverage.places.find(location)
     service = coverage.services.find(service_type)
     label = coverage.labels[service] if service else None
@@ -226,7 +228,7 @@ def availability(coverage: Coverage, location: str, service_type: str) -> Servic
 
 
 def _not_served(coverage: Coverage, location: str, service: str | None,
-                asked: dict[str, str]) -> ServiceAvailability:
+                asked: dict[str, Any]) -> ServiceAvailability:
     served = [f"{c.name} ({c.region})" for c in coverage.cities.values()]
     label = coverage.labels[service] if service else None
     known = coverage.other_places.find(location)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from treadwise.safemath.answer import Answer, Kind
 from treadwise.tools.artifacts import ToolArtifact, artifact_of
@@ -70,14 +71,15 @@ class PlotResult(Calculation):
         return [self.file]
 
 
-def calculation(operation: str, operands: dict[str, object], answer: Answer) -> Calculation:
+def calculation(operation: str, operands: Mapping[str, object], answer: Answer) -> Calculation:
     """The artifact of one engine answer: a PlotResult when it drew a file."""
     given = {k: v if isinstance(v, str | int | float) or v is None else str(v)
              for k, v in operands.items()}
-    fields = {"operation": operation, "operands": given, "statement": answer.statement,
-              "outcome": answer.kind, "asked": answer.asked, "shown": answer.shown,
-              "exact": answer.exact, "approx": answer.approx, "formula": answer.formula,
-              "values": list(answer.values)}
+    fields: dict[str, Any] = {
+        "operation": operation, "operands": given, "statement": answer.statement,
+        "outcome": answer.kind, "asked": answer.asked, "shown": answer.shown,
+        "exact": answer.exact, "approx": answer.approx, "formula": answer.formula,
+        "values": list(answer.values)}
     if answer.file is not None:
         return PlotResult(file=answer.file, labels=list(answer.labels), **fields)
     return MathResult(**fields)

@@ -55,9 +55,8 @@ def _loading_note(spec: str) -> str | None:
 
 @dataclass(frozen=True)
 class Choice:
-    """What the pickers said for one turn, as the page sent it: made into one TurnRequest,
-    checked once, before the turn runs (an API caller may send anything, so nothing here is
-    trusted until then)."""
+    """What the pickers said for one turn, as sent (an API caller may send anything): made
+    into one TurnRequest, checked once, before the turn runs."""
 
     persona: str
     model: str
