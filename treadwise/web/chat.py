@@ -12,7 +12,7 @@ import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import FriendlyError, ModelConfigError, redact
-from treadwise.models import display_name, expectation, label, loading_message
+from treadwise.models import display_name, expectation, loading_message
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
@@ -67,6 +67,13 @@ class Choice:
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
     return "\n".join(f"- **{p.name}**: {p.description}" for p in personas.values())
+
+
+def picker_label(spec: str) -> str:
+    """A model's name short enough to read whole in a phone's picker; the picker's note and
+    the toast on picking a small local model say the rest (models.label is the long name)."""
+    name = display_name(spec)
+    return f"{name} (local LLM)" if spec.startswith("local:") else name
 
 
 def temperature_refusal(value: Any) -> str | None:
@@ -146,8 +153,8 @@ class ChatTab:
                 model = accept_any(gr.Dropdown(
                     choices=self._model_choices(admin=not public), value="offline",
                     label="Model", elem_id="model-picker",
-                    info="The offline model is rule-based, not an LLM. Providers appear when "
-                         "their API key is set."))
+                    info="The offline model is rule-based, not an LLM; a local LLM runs on "
+                         "this machine. Providers appear when their API key is set."))
                 custom = gr.Textbox(
                     label="Or any model spec", elem_id="model-spec", max_lines=1,
                     placeholder="provider:model, e.g. openai:gpt-4.1-mini", visible=not public,
@@ -195,7 +202,7 @@ class ChatTab:
         demo.load(self.resume_from_link, [session], page, api_visibility="private")
 
     def _model_choices(self, admin: bool) -> list[tuple[str, str]]:
-        return [(label(spec), spec) for spec in self.access.model_choices(admin)]
+        return [(picker_label(spec), spec) for spec in self.access.model_choices(admin)]
 
     def personalise(self, request: gr.Request) -> Any:
         """On a public page, a signed-in admin may name any model in the custom spec field."""

@@ -49,12 +49,15 @@ def _runs(results_dir: Path) -> list[Any]:
 
 
 def run_choices(results_dir: Path) -> list[tuple[str, str]]:
+    """(label, run id) of every run, newest first. A label is short enough to read whole in a
+    phone's picker: the grid and when the run started (the id is the report's title)."""
     choices = []
     for run in _runs(results_dir):
         rows = f"{run.rows} case{'s' if run.rows != 1 else ''}"
         status = f", {run.status}" if run.status and run.status != "finished" else ""
         where = ", on a Dask cluster" * run.cluster + ", in the database" * run.shared
-        choices.append((f"{run.id} ({rows}{status}{where})", run.id))
+        started = f"{run.grid or 'run'} {run.created:%b %d %H:%M:%S}"
+        choices.append((f"{started} ({rows}{status}{where})", run.id))
     return choices
 
 
@@ -187,9 +190,9 @@ class ExperimentsTab:
                     "temperature of a grid and writes its rows, transcripts, summary and charts "
                     f"to a folder under `{self.results_dir.name}/`. The offline sweep needs no "
                     "API key.", elem_classes="tw-note")
-        with gr.Row(equal_height=False):
+        with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
             with gr.Column(scale=3):
-                with gr.Row(equal_height=False):
+                with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
                     # The pickers' values are checked by the handlers, in words: Gradio's own
                     # check of a value sent through the API logs a traceback each time.
                     runs = accept_any(gr.Dropdown(label="Run", choices=[], value=None, scale=5,
@@ -197,7 +200,7 @@ class ExperimentsTab:
                     refresh = gr.Button("Refresh list", size="sm", scale=1, min_width=110,
                                         elem_id="runs-refresh", elem_classes="tw-inline-button")
             with gr.Column(scale=2):
-                with gr.Row(equal_height=False):
+                with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
                     limit = gr.Number(label="Cases (0 = the whole grid)", value=0, precision=0,
                                       minimum=0, scale=2, min_width=120, elem_id="sweep-limit")
                     start = gr.Button("Run the offline sweep", variant="primary", scale=3,
@@ -234,7 +237,7 @@ class ExperimentsTab:
     def _build_transcripts() -> list[Any]:
         with gr.Accordion("Transcripts: one case's whole conversation", open=False,
                           elem_id="transcripts"):
-            with gr.Row(equal_height=False):
+            with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
                 config = accept_any(gr.Dropdown(label="Configuration", choices=[], value=None,
                                                 scale=3, elem_id="transcript-config"))
                 case = accept_any(gr.Dropdown(label="Scenario and repeat (failures first)",
@@ -246,7 +249,7 @@ class ExperimentsTab:
     @staticmethod
     def _build_compare(runs: Any) -> list[Any]:
         with gr.Accordion("Compare with another run", open=False, elem_id="compare"):
-            with gr.Row(equal_height=False):
+            with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
                 baseline = accept_any(gr.Dropdown(
                     label="Baseline run (A); the run picked above is B", choices=[],
                     value=None, scale=4, elem_id="compare-baseline"))
