@@ -12,7 +12,7 @@ import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import FriendlyError, ModelConfigError, redact
-from treadwise.models import display_name, expectation, loading_message
+from treadwise.models import display_name, expectation, loading_message, short_label
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
@@ -67,13 +67,6 @@ class Choice:
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
     return "\n".join(f"- **{p.name}**: {p.description}" for p in personas.values())
-
-
-def picker_label(spec: str) -> str:
-    """A model's name short enough to read whole in a phone's picker; the picker's note and
-    the toast on picking a small local model say the rest (models.label is the long name)."""
-    name = display_name(spec)
-    return f"{name} (local LLM)" if spec.startswith("local:") else name
 
 
 def temperature_refusal(value: Any) -> str | None:
@@ -171,6 +164,7 @@ class ChatTab:
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
+        self.live.build_pickers(demo, [persona, model, custom, temperature, strategy])
         # Picking a small local model says in one line what to expect of it.
         model.change(lambda spec: gr.Info(note) if (note := expectation(spec)) else None,
                      [model], None, api_visibility="private")
@@ -202,7 +196,7 @@ class ChatTab:
         demo.load(self.resume_from_link, [session], page, api_visibility="private")
 
     def _model_choices(self, admin: bool) -> list[tuple[str, str]]:
-        return [(picker_label(spec), spec) for spec in self.access.model_choices(admin)]
+        return [(short_label(spec), spec) for spec in self.access.model_choices(admin)]
 
     def personalise(self, request: gr.Request) -> Any:
         """On a public page, a signed-in admin may name any model in the custom spec field."""

@@ -3,7 +3,7 @@ compare it with another run, and run a small sweep with one progress bar."""
 
 from __future__ import annotations
 
-import csv
+import json
 import logging
 import queue
 import threading
@@ -24,10 +24,8 @@ from treadwise.web.files import publish_png
 from treadwise.web.render import safe_markdown
 
 MAX_TABLE_ROWS = 200
-# The summary columns a reader compares first; every column stays in summary.csv.
-KEY_COLUMNS = ("persona", "model", "temperature", "variation", "strategy", "n", "errors",
-               "success_rate", "ci_low", "ci_high", "latency_per_call_p50_s", "ttft_p50_s",
-               "mean_model_calls", "total_cost_usd", "mean_judge_score")
+# What a summary cell holds when it has nothing to say (the report's words for no value).
+BLANK = frozenset({"", "n/a", "nan", "-", "unknown"})
 SUMMARY_FILE = "summary.csv"
 REPORT_FILE = "report.md"
 RESULTS_FILE = "results.csv"
@@ -112,25 +110,50 @@ def report_shared(run: Any) -> str:
 
 
 def read_table(path: Path) -> dict[str, Any]:
+    """A run's configurations as its report shows them: named columns, rates as percentages,
+    intervals as "64–100%" (or the report's words when there is none); a column with nothing
+    to say in any row is left out."""
+    import pandas as pd
+
+    from experiments.analyse.report import cells, configuration_columns
+
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.reader(handle))
+        frame = pd.read_csv(path)
     except OSError:
         return {"headers": ["summary"], "data": [["This run has no summary yet."]]}
-    if not rows:
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        frame = pd.DataFrame()
+    if frame.empty:
         return {"headers": ["summary"], "data": [["The summary is empty."]]}
-    header, body = rows[0], rows[1:MAX_TABLE_ROWS + 1]
-    keep = [i for i, name in enumerate(header) if name in KEY_COLUMNS] or list(range(len(header)))
-    data = [[row[i] if i < len(row) else "" for i in keep] for row in body]
-    return {"headers": [header[i] for i in keep], "data": data or [[""] * len(keep)]}
-
-
-def _chart_titles() -> dict[str, str]:
+    columns = configuration_columns(frame)
     try:
-        from experiments.analyse.charts import registered
+        rows = cells(frame.head(MAX_TABLE_ROWS), columns)
+    except (KeyError, TypeError, ValueError) as exc:
+        return {"headers": ["summary"], "data": [[
+            f"This summary was written by an older version ({type(exc).__name__}: {exc}); "
+            "write its report again with `python -m experiments report RUN`."]]}
+    headers = list(columns)
+    keep = [i for i in range(len(headers)) if any(row[i] not in BLANK for row in rows)]
+    return {"headers": [headers[i] for i in keep], "data": [[row[i] for i in keep] for row in rows]}
+
+
+def chart_files(folder: Path) -> list[tuple[Path, str]]:
+    """(PNG, title) of a run's charts to show, in the report's order (its key chart first);
+    a chart with nothing to show (no case errored, one temperature) is left out."""
+    try:
+        from experiments.analyse.charts import INDEX_FILE
     except ImportError:
-        return {}
-    return {chart.name: chart.title for chart in registered()}
+        INDEX_FILE = ""
+    try:
+        index = json.loads((folder / INDEX_FILE).read_text(encoding="utf-8")) \
+            if INDEX_FILE else None
+    except (OSError, ValueError):
+        index = None
+    if not isinstance(index, list):  # charts drawn before the index: every PNG, by name
+        return [(png, png.stem.replace("_", " ")) for png in sorted(folder.glob("*.png"))]
+    return [(folder / str(entry["name"]), str(entry.get("title") or entry["name"]))
+            for entry in index if isinstance(entry, dict) and entry.get("name")
+            and not entry.get("empty") and "/" not in str(entry["name"])]
 
 
 def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any, Any, str]:
@@ -145,9 +168,8 @@ def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any
     if not (path / RESULTS_FILE).is_file() and (run := shared(results_dir, run_id)) is not None:
         if why := report_shared(run):
             return {"headers": ["summary"], "data": [[why]]}, [], ""
-    folder, titles = path / "charts", _chart_titles()
-    charts = [(copy, titles.get(png.name, png.stem.replace("_", " ")))
-              for png in sorted(folder.glob("*.png"))
+    folder = path / "charts"
+    charts = [(copy, title) for png, title in chart_files(folder)
               if (copy := publish_png(png, folder, cache_dir))]
     report = path / REPORT_FILE
     text = report.read_text(encoding="utf-8") if report.is_file() else "No report yet."
@@ -208,9 +230,10 @@ class ExperimentsTab:
         status = gr.Markdown(elem_id="sweep-status")
         summary = gr.Dataframe(label="Summary (one row per configuration)", interactive=False,
                                wrap=False, max_height=420, elem_id="run-summary")
+        # One chart a row, each as wide as the page allows, the report's key chart first;
         # "max-content": the gallery grows to show every chart instead of scrolling inside a
         # box one and a half rows tall.
-        charts = gr.Gallery(label="Charts", columns=3, height="max-content",
+        charts = gr.Gallery(label="Charts", columns=1, height="max-content",
                             object_fit="contain", elem_id="run-charts",
                             buttons=["download", "fullscreen"])
         self.cache_dir = charts.GRADIO_CACHE
@@ -328,7 +351,8 @@ class ExperimentsTab:
     def _run_sweep(self, limit: int | None, progress: gr.Progress) -> tuple[str | None, str]:
         """Run the sweep in a thread; report its progress from this one (Gradio's context)."""
         try:
-            from experiments.run.runner import run_sweep
+            from experiments.run.runner import SweepError, run_sweep
+            from experiments.store import open_run
         except ImportError as exc:
             return None, f"The experiments package is not available here ({exc})."
         updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -338,7 +362,11 @@ class ExperimentsTab:
             try:
                 outcome["run"] = run_sweep(None, out_dir=self.results_dir, progress=updates.put,
                                            limit=limit, report=False, echo=log.info)
+                attempts = open_run(outcome["run"]).meta().get("attempts") or [{}]
+                outcome["limit"] = attempts[-1].get("limit") or ""
                 outcome["report"] = self._report(outcome["run"])
+            except SweepError as exc:  # e.g. a limit below one scenario per configuration
+                outcome["refused"] = redact(str(exc))
             except Exception as exc:
                 log.exception("sweep failed")
                 outcome["error"] = redact(f"{type(exc).__name__}: {exc}")
@@ -351,10 +379,13 @@ class ExperimentsTab:
             progress((update.done, update.total), desc=f"{update.succeeded} passed, "
                      f"{update.failed} failed, {update.errors} errors {update.label}".strip(),
                      unit="cases")
+        if "refused" in outcome:
+            return None, f"Not started: {outcome['refused']}"
         if "error" in outcome:
             return None, f"The sweep stopped: {outcome['error']}"
         run = Path(outcome["run"])
-        return run.name, f"Sweep `{run.name}` finished. {outcome.get('report', '')}".strip()
+        said = " ".join(filter(None, [outcome.get("limit"), outcome.get("report")]))
+        return run.name, f"Sweep `{run.name}` finished. {said}".strip()
 
     @staticmethod
     def _report(run: Path) -> str:

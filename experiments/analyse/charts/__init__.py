@@ -6,6 +6,8 @@ same to colour-blind readers; a chart with nothing to show still renders, with a
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +22,10 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HEATMAP = "cividis"
 ENTRY_POINT_GROUP = "treadwise.charts"
+# charts/INDEX_FILE lists the charts as the report shows them: in order, each with its title,
+# caption and whether it had anything to show.
+INDEX_FILE = "charts.json"
+EMPTY = "treadwise-empty-chart"
 # Chart file name -> "module:function"; the modules register their charts on import.
 BUILTIN_CHARTS: dict[str, str] = {
     "success_heatmap.png": "experiments.analyse.charts.outcomes:success_heatmap",
@@ -49,6 +55,7 @@ class ChartFile:
     name: str
     caption: str
     error: str | None = None
+    empty: bool = False  # nothing to show: the PNG holds a note saying why
 
 
 CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP, BUILTIN_CHARTS)
@@ -69,9 +76,12 @@ def note(ax: Any, text: str) -> None:
 
 
 def empty(plt: Any, text: str) -> Any:
+    """A chart with nothing to show: the note alone (the index marks it, so a page can hide
+    it while the report keeps the note)."""
     fig, ax = plt.subplots(figsize=(7, 2.6))
     note(ax, text)
     ax.set_axis_off()
+    fig.set_label(EMPTY)
     return fig
 
 
@@ -136,6 +146,9 @@ def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
             warnings.simplefilter("ignore", UserWarning)  # a crowded chart keeps its layout
             fig.tight_layout()
         fig.savefig(charts_dir / item.name, dpi=DPI)
+        written.append(ChartFile(item.title, item.name, item.caption, error,
+                                 fig.get_label() == EMPTY and error is None))
         plt.close(fig)
-        written.append(ChartFile(item.title, item.name, item.caption, error))
+    (charts_dir / INDEX_FILE).write_text(json.dumps([dataclasses.asdict(c) for c in written],
+                                                    indent=1), encoding="utf-8")
     return written
