@@ -37,6 +37,7 @@ def show(page: Any, width: int, scheme: str, height: int = 900) -> None:
     """Put the open page in one view without reloading it (its conversation stays)."""
     page.set_viewport_size({"width": width, "height": height})
     page.emulate_media(color_scheme=scheme)
+    page.mouse.move(0, 0)  # nothing stays hovered by chance from an earlier click
     page.wait_for_timeout(SETTLE_MS)
 
 

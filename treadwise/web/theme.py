@@ -64,8 +64,11 @@ a:focus-visible, input:focus-visible, textarea:focus-visible, summary:focus-visi
   outline: 3px solid var(--color-accent); outline-offset: 2px; }
 /* A tool step opens with its title alone: the arrow inside is its picture, not a control. */
 .thought-group .title button { pointer-events: none; }
-/* CodeMirror's light token colours are below AA on white: tokens take the text colour. */
-body:not(.dark) .cm-content span { color: var(--body-text-color) !important; }
+/* Code highlighting's token colours (CodeMirror's in light mode, the chat's everywhere) are
+   below AA on their background: tokens take the text colour, on the theme's code background. */
+body:not(.dark) .cm-content span, .message pre .token { color: inherit !important; }
+.message pre, .message pre code { background: var(--code-background-fill);
+                                  color: var(--body-text-color); }
 .tw-sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px;
               overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }
 """
@@ -104,4 +107,7 @@ def theme() -> Any:
         checkbox_label_background_fill_selected="*primary_700",
         checkbox_label_background_fill_selected_dark="*primary_700",
         checkbox_label_text_color_selected_dark="white",
+        # Soft's dark hover (orange 500 under white text) is below AA too.
+        button_secondary_background_fill_hover_dark="*primary_700",
+        checkbox_label_background_fill_hover_dark="*primary_700",
         button_cancel_text_color="#b91c1c", button_cancel_border_color="#fecaca")

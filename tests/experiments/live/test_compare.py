@@ -191,7 +191,7 @@ def test_a_pick_in_the_app_is_stored_against_the_arms_shown(
         text, _ = client.predict("duel", api_name="/live_report")
         # One visitor's one pick: no strength or interval, the counts and what is missing.
         assert "Not enough picks yet" in text and "| warm vs exact | 0 | 0 | 0 | 1 |" in text
-        assert "strength" not in text.lower() and "[" not in text
+        assert "P(picked over" not in text and "[" not in text
     # No message text in the experiment's tables: not the visitor's words, not an answer's.
     stored = str([store.picks("duel"), store.events("duel"), store.experiments()])
     assert MARKER not in stored and "opening hours" not in stored.lower()
