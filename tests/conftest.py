@@ -59,9 +59,12 @@ socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Caches kept between runs live outside the repository, under the user's cache folder; each
+# test that fills one passes with it empty (sh .ci/fresh runs the suite with none at all).
+CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 # Hypothesis keeps its examples and caches in .hypothesis/ under the working directory, the
 # repository: tests write only outside it.
-set_hypothesis_home_dir(str(Path.home() / ".cache" / "treadwise-hypothesis"))
+set_hypothesis_home_dir(str(CACHE_HOME / "treadwise-hypothesis"))
 
 
 @pytest.fixture(autouse=True)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEAD_PROXY, PROXY_NAMES, REAL_PROXIES, REPO
+from tests.conftest import CACHE_HOME, DEAD_PROXY, PROXY_NAMES, REAL_PROXIES, REPO
 
 # Wheels of the runtime dependencies, kept between runs (outside the repository) so the install
 # is offline and quick after the first run; refilled from the package registry when
 # pyproject.toml asks for something it does not hold.
-WHEELHOUSE = Path.home() / ".cache" / "treadwise-test-wheelhouse"
+WHEELHOUSE = CACHE_HOME / "treadwise-test-wheelhouse"
 NOT_SOURCE = shutil.ignore_patterns(".git", "results", "data", "build", "*.egg-info",
                                     "__pycache__", ".venv", "venv", "test-output", ".*_cache",
                                     ".hypothesis", "benchmarks", "docs", "tests")
