@@ -33,11 +33,14 @@ from treadwise.tools import ToolContext, get_tools
 
 TIMEOUT_MS = 90_000
 INTEGRAL = "Calculate the integral of x\u00b2 from 0 to 3"
-# Every text the live region is given, in order (installed before the question is sent).
+# Every new text of the page's live region, in order (installed before the question is sent).
 LISTEN = """() => { window.__said = [];
-  const region = document.querySelector('#tw-announce');
-  new MutationObserver(() => window.__said.push(region.textContent))
-    .observe(region, {childList: true, characterData: true, subtree: true}); }"""
+  const inRegion = node => (node.nodeType === 1 ? node : node.parentElement)
+    ?.closest('#tw-announce[aria-live="polite"]');
+  new MutationObserver(records => {
+    const region = records.map(r => inRegion(r.target)).find(Boolean);
+    if (region && region.textContent) window.__said.push(region.textContent);
+  }).observe(document.body, {childList: true, characterData: true, subtree: true}); }"""
 FOCUSED = """() => { const e = document.activeElement;
   const owner = e && e.closest('[id]');
   return owner ? owner.id : (e ? e.tagName : ''); }"""
@@ -77,7 +80,6 @@ def open_page(browser: Any, url: str) -> Any:
 def chat(app: str, browser: Any) -> Iterator[Any]:
     """The chat after an integral question: two tool steps (one opened), a plot, the answer."""
     page = open_page(browser, app)
-    page.wait_for_function("document.querySelector('#tw-announce') !== null")
     page.evaluate(LISTEN)
     page.locator("#message textarea").fill(INTEGRAL)
     page.locator("#send").click()
