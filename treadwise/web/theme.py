@@ -55,9 +55,11 @@ CSS = """
 input[role="combobox"] { padding-right: 28px; text-overflow: ellipsis; }
 /* Charts one a row at their own size (not squares the width of the page), readable where
    they stand; a narrow screen scales them down to its width. */
-#run-charts .grid-container { grid-auto-rows: auto; }
+#run-charts .grid-container { grid-auto-rows: auto; padding-top: var(--size-8); }
 #run-charts .thumbnail-item { aspect-ratio: auto; height: auto; padding-bottom: 2rem; }
 #run-charts .thumbnail-item img { width: auto; max-width: 100%; height: auto; margin: 0 auto; }
+#run-charts .caption-label { white-space: normal; overflow: visible; text-overflow: clip;
+                             max-width: 100%; }
 /* Keyboard focus is always visible. */
 button:focus-visible, [role="button"]:focus-visible, [role="tab"]:focus-visible,
 a:focus-visible, input:focus-visible, textarea:focus-visible, summary:focus-visible {
