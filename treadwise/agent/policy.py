@@ -9,10 +9,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
-from treadwise import consent
-from treadwise.consent import REFUSED, TELL, Refusal, customer_ask
+from treadwise.privacy import consent
+from treadwise.privacy.consent import REFUSED, TELL, Refusal, customer_ask
 from treadwise.conversation import current_turn, stage_of
-from treadwise.emails import find_emails, lookalikes
+from treadwise.privacy.emails import find_emails, lookalikes
 
 LEAD_TOOL = "record_customer_interest"
 FEEDBACK_TOOL = "record_feedback"

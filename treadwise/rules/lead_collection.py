@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from treadwise import profile
-from treadwise.emails import IN_TEXT_RE
+from treadwise.privacy.emails import IN_TEXT_RE
 from treadwise.rules.dialogue import DialogueState
 from treadwise.rules.plan import Call, Plan, ask
 from treadwise.rules.understanding import NAME_RE, Reading

@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from treadwise import consent, profile
-from treadwise.emails import IN_TEXT_RE, Lookalike, find_emails, scan
-from treadwise.redaction import CARD, ID_NUMBER, REDACTED, redact
+from treadwise import profile
+from treadwise.privacy import consent
+from treadwise.privacy.emails import IN_TEXT_RE, Lookalike, find_emails, scan
+from treadwise.privacy.redaction import CARD_NUMBER, ID_NUMBER, REDACTED, redact
 from treadwise.rules.mathwords import strip_padding
 
 GREETING = (r"(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|day)|sup"
@@ -306,7 +307,7 @@ def _contact_cues(reading: Reading) -> None:
     reading.wants_contact = consent.asks(text)
     reading.correction = bool(CORRECTION_RE.search(text))
     shown = redact(reading.said)
-    reading.card = CARD in shown or bool(re.search(
+    reading.card = CARD_NUMBER in shown or bool(re.search(
         rf"\b(?:cvv2?|cvc2?|security code)\b\W*{re.escape(REDACTED)}", shown, re.I))
     reading.private = ID_NUMBER in shown or bool(re.search(
         rf"\b(?:pass(?:word|phrase|code|wd)|pwd|pw|pin)\b\W*(?:is|was)?\W*{re.escape(REDACTED)}",

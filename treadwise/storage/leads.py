@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from treadwise.emails import ADDRESS_RE
+from treadwise.privacy.emails import ADDRESS_RE
 from treadwise.errors import redact
 
 MAX_EMAIL = 254
