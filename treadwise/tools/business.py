@@ -183,22 +183,33 @@ class BusinessDesk:
         return f"Noted (ref #{ref}): the TreadWise team will look into this question and follow up."
 
     def delete_customer_data(self, *, config: RunnableConfig) -> str:
-        """Delete what the customer gave in this conversation (their contact requests and
-        questions) when they withdraw consent or ask to delete or forget their data. Only
-        call it when the customer asks for that themselves.
+        """Delete what the customer gave in this conversation (their contact requests,
+        questions and the conversation itself) when they withdraw consent or ask to delete,
+        erase, remove or forget their data. Only call it when the customer asks for that
+        themselves.
         """
+        from treadwise.privacy.erasure import (
+            ErasureReport,
+            customer_messages,
+            erase_records,
+            given_addresses,
+            remembered,
+        )
+
         thread = _thread(config)
         if thread is None:
             return "Nothing to delete: this conversation has no id, so nothing was stored for it."
+        # Memory holds the conversation before this turn: the addresses given there are the
+        # customer's to erase; one typed only in this request is not (no erasure on a word).
+        earlier = remembered(self.context.memory, thread)
         try:
-            erased = self.context.store.forget_thread(thread)
+            erased = erase_records(thread, self.context.store, given_addresses(earlier))
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't delete anything right now: {exc}.") from exc
-        if not (erased.leads or erased.feedback):
-            return ("Nothing to delete: no contact request or question was stored from this "
-                    "conversation.")
-        return (f"Deleted: {erased.describe()}. The text of this chat itself is not deleted by "
-                "this.")
+        report = ErasureReport(erased.leads, erased.feedback, len(customer_messages(earlier)))
+        if not report.anything:
+            return "Nothing to delete: nothing was stored from this conversation."
+        return f"Deleted: {report.describe()}."
 
 
 def _slot(lead_time: str) -> str:
