@@ -35,7 +35,8 @@ class Outcome:
     """The answer people read, and whether this turn erased the conversation."""
 
     answer: str
-    erased: bool = False
+    erased: bool = False  # the conversation's memory is to go with this turn
+    settled: bool = False  # an erasure ran this turn: the answer says what it did
 
 
 def say(part: str, persona: Any, **values: str) -> str:
@@ -78,7 +79,7 @@ def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequenc
         return Outcome(answer)
     said = _confirmed(answer, done[-1])
     return Outcome(f"{said} {_elsewhere(latest[0].text, done[-1], messages, persona)}".strip(),
-                   erased=forget)
+                   erased=forget, settled=True)
 
 
 def _confirmed(answer: str, done: str) -> str:
@@ -119,7 +120,7 @@ def privacy_answer(answer: str, messages: Sequence[AnyMessage], *, thread_id: st
     latest = customer_messages(messages)[-1:]
     text = latest[0].text if latest else ""
     outcome = erase_on_request(answer, messages, tools, thread_id, persona)
-    if outcome.erased:
+    if outcome.settled:
         return outcome
     if text and consent.about_others(text):
         return Outcome(say("others_refused", persona))

@@ -73,10 +73,11 @@ def customer_messages(messages: Sequence[AnyMessage]) -> list[str]:
 
 
 def given_addresses(messages: Sequence[AnyMessage]) -> list[str]:
-    """The addresses the customer gave in the conversation as their own, each once."""
+    """The addresses the customer gave in the conversation as their own, each once. One typed
+    in a request to erase or withdraw is not given: an address is not erased on a word."""
     found: list[str] = []
     for text in customer_messages(messages):
-        if consent.refuses(text) or consent.someone_else(text):
+        if consent.refuses(text) or consent.withdraws(text) or consent.someone_else(text):
             continue
         found += [a for a in consent.own_addresses(text) if a not in found]
     return found
@@ -149,9 +150,11 @@ class Holdings:
     messages: int
 
     def describe(self) -> str:
+        """What the customer reads: "From this conversation we hold: the chat itself (2
+        of your messages); the e-mail address you gave: ...; ... Nothing else."."""
         if not (self.addresses or self.leads or self.questions or self.messages):
-            return "Nothing: this conversation has stored nothing about you."
-        parts = [f"this conversation's {_count(self.messages, 'message')} (its memory)"]
+            return "This conversation holds nothing about you."
+        parts = [f"the chat itself ({_count(self.messages, 'message')} of yours)"]
         if self.addresses:
             parts.append("the e-mail address you gave: " + ", ".join(self.addresses))
         if self.leads:
@@ -160,7 +163,9 @@ class Holdings:
             parts.append(f"{_count(len(self.leads), 'contact request')} ({shown})")
         if self.questions:
             parts.append(f"{_count(self.questions, 'question')} passed on to our team")
-        return "From this conversation we hold " + "; ".join(parts) + "."
+        if not (self.addresses or self.leads or self.questions):
+            parts.append("no e-mail address, contact request or question")
+        return "From this conversation we hold: " + "; ".join(parts) + ". Nothing else."
 
 
 def holdings(thread_id: str, *, store: LeadStore, memory: Any) -> Holdings:

@@ -181,6 +181,10 @@ class Reading:
     lookalikes: list[Lookalike] = field(default_factory=list)
     no_contact: bool = False
     withdraws: bool = False
+    cancels: bool = False              # "never mind", "no thanks": pending consent is cleared
+    access: bool = False               # "What do you have about me?"
+    others: bool = False               # asks about other customers (never a topic)
+    doubt: bool = False                # also asks something that is not about contact
     card: bool = False                 # card details typed (removed before anyone sees them)
     private: bool = False              # a password or an ID number typed (removed too)
     third_party: bool = False
@@ -302,6 +306,10 @@ def _contact_cues(reading: Reading) -> None:
         and bool(EMAIL_ATTEMPT_RE.search(text))
     reading.no_contact = consent.refuses(text)
     reading.withdraws = consent.withdraws(text)
+    reading.cancels = consent.cancels(text)
+    reading.access = consent.asks_access(text)
+    reading.others = consent.about_others(text)
+    reading.doubt = consent.other_question(text)
     reading.third_party = consent.someone_else(text, next(iter(reading.emails), None))
     reading.untrusted = bool(UNTRUSTED_RE.search(text))
     reading.wants_contact = consent.asks(text)

@@ -190,7 +190,6 @@ class BusinessDesk:
         """
         from treadwise.privacy.erasure import (
             ErasureReport,
-            customer_messages,
             erase_records,
             given_addresses,
             remembered,
@@ -199,14 +198,15 @@ class BusinessDesk:
         thread = _thread(config)
         if thread is None:
             return "Nothing to delete: this conversation has no id, so nothing was stored for it."
-        # Memory holds the conversation before this turn: the addresses given there are the
-        # customer's to erase; one typed only in this request is not (no erasure on a word).
-        earlier = remembered(self.context.memory, thread)
+        # The addresses the customer gave in this conversation are theirs to erase; one typed
+        # only in this request is not (an address is not erased on a visitor's word). The
+        # conversation's memory is erased by the agent once the turn ends.
+        given = given_addresses(remembered(self.context.memory, thread))
         try:
-            erased = erase_records(thread, self.context.store, given_addresses(earlier))
+            erased = erase_records(thread, self.context.store, given)
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't delete anything right now: {exc}.") from exc
-        report = ErasureReport(erased.leads, erased.feedback, len(customer_messages(earlier)))
+        report = ErasureReport(erased.leads, erased.feedback)
         if not report.anything:
             return "Nothing to delete: nothing was stored from this conversation."
         return f"Deleted: {report.describe()}."
