@@ -64,9 +64,9 @@ class Agent:
         self.settings = settings or Settings.from_env()
         self.context: ToolContext | None = None
         if tools is None:
-            self.context = context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config,
-                                  database_url=self.settings.database_url,
-                                  environment=self.settings.environment)
+            self.context = context = ToolContext(
+                self.settings.data_dir, mcp_config=self.settings.mcp_config,
+                database_url=self.settings.database_url, environment=self.settings.environment)
             names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
                 + (("web",) if web_search_enabled(self.settings.environment) else ())
             tools = get_tools(*names, context=context)
@@ -312,7 +312,7 @@ class Agent:
 
         try:
             held = erase_memory(thread_id, self.checkpointer) - 1
-        except Exception:  # noqa: BLE001 - said plainly instead of claimed
+        except Exception:
             log.warning("could not erase a conversation's memory", exc_info=True)
             result.answer += " " + say("memory_not_erased", persona)
             result.erased = False

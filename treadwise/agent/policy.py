@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
+from treadwise.conversation import current_turn, stage_of
 from treadwise.privacy import consent
 from treadwise.privacy.consent import REFUSED, TELL, Refusal, customer_ask
-from treadwise.conversation import current_turn, stage_of
 from treadwise.privacy.emails import find_emails, lookalikes
 
 LEAD_TOOL = "record_customer_interest"

@@ -89,7 +89,7 @@ def remembered(memory: Any, thread_id: str) -> list[AnyMessage]:
         return []
     try:
         head = memory.get_tuple({"configurable": {"thread_id": thread_id}})
-    except Exception:  # noqa: BLE001 - unreadable memory holds nothing we can name
+    except Exception:
         log.warning("could not read the memory of a conversation to erase", exc_info=True)
         return []
     return list(head.checkpoint["channel_values"].get("messages", [])) if head else []
@@ -126,7 +126,7 @@ def after_erasure(thread_id: str) -> None:
     for hook in ERASURE_HOOKS:
         try:
             hook(thread_id)
-        except Exception:  # noqa: BLE001 - one hook's failure must not undo the erasure
+        except Exception:
             log.warning("an erasure hook failed", exc_info=True)
 
 

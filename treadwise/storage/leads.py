@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from treadwise.privacy.emails import ADDRESS_RE
 from treadwise.errors import redact
+from treadwise.privacy.emails import ADDRESS_RE
 
 MAX_EMAIL = 254
 MAX_NAME = 100

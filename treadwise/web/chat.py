@@ -21,6 +21,7 @@ from treadwise.web.access import Access, accept_any
 from treadwise.web.chat_export import export_files
 from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.files import publish_png
+from treadwise.web.forget import forget_button, wire
 from treadwise.web.live_chat import LiveChat
 from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.resume import ThreadLinks
@@ -123,6 +124,7 @@ class ChatTab:
                     retry = gr.Button("Retry", size="sm", elem_id="retry")
                     undo = gr.Button("Undo", size="sm", elem_id="undo")
                     new = gr.Button("New chat", size="sm", elem_id="new-chat")
+                    forget = forget_button()
                     export_md = gr.DownloadButton("Markdown", size="sm", interactive=False,
                                                   elem_id="export-md")
                     export_json = gr.DownloadButton("JSON", size="sm", interactive=False,
@@ -181,6 +183,7 @@ class ChatTab:
         page = [chatbot, message, send, export_md, export_json]
         undo.click(self.undo, [session], page, api_name="undo")
         new.click(self.new_conversation, [session], page, api_name="new_conversation")
+        wire(self, forget, session, page)
         # The chatbot's own trash button must clear the memory too, not just the view.
         chatbot.clear(self.new_conversation, [session], page, api_visibility="private")
         stop.click(self.stop, [session], None, api_name="stop", queue=False)
@@ -203,8 +206,7 @@ class ChatTab:
 
     def send(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
              temperature: float, strategy: str, request: gr.Request) -> Iterator[tuple[Any, ...]]:
-        """Run a turn for the message, emptying the box as it leaves. Later updates skip the
-        box (every value sent resets it), so what the user types meanwhile stays."""
+        """Run a turn for the message, emptying the box as it leaves; later updates skip it."""
         if not (message or "").strip() or session.running:
             chatbot, *rest = self._view(session)
             yield chatbot, gr.skip(), *rest  # not sent: the page says so (BUSY_JS)
@@ -383,8 +385,7 @@ class ChatTab:
 
     def _view(self, session: ChatSession, *, running: bool = False,
               final: bool = False) -> Outputs:
-        """The page's outputs. A component's look (enabled or not) costs Gradio a rebuild of
-        its config on its event loop, so updates in between send plain values only."""
+        """The page's outputs: plain values in between (a look change costs a config rebuild)."""
         send: Any = gr.Button(interactive=False) if running else "Send"
         # Gradio checks every file of every update on its event loop: the exports wait for
         # the end of the turn (they are written then anyway).

@@ -98,4 +98,6 @@ def export_files(session: ChatSession, cache_dir: str,
     data = json.dumps(fields, ensure_ascii=False, indent=2)
     markdown = redact(conversation_markdown(session))
     markdown = save_to_cache(markdown.encode(), f"{stem}.md", cache_dir)
-    return markdown, save_to_cache(data.encode(), f"{stem}.json", cache_dir)
+    written = save_to_cache(data.encode(), f"{stem}.json", cache_dir)
+    session.exports += [markdown, written]
+    return markdown, written
