@@ -30,6 +30,9 @@ DELETION_CLAIM = re.compile(r"\b(?:i'?ve|i have|has been|have been|was|were|been
                             r"|\bdeleted (?:your|all|everything)\b", re.I)
 
 
+GENERAL_BOXES = ("privacy", "hello", "info", "contact", "support")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """The answer people read, and whether this turn erased the conversation."""
@@ -108,9 +111,11 @@ def _elsewhere(request: str, done: str, messages: Sequence[AnyMessage], persona:
              and a.lower() not in done.lower()]
     if not named:
         return ""
-    contact = sorted(company_addresses()[0])
+    ours = sorted(company_addresses()[0])
+    # The business's general address, not a sales desk's.
+    general = [a for a in ours if a.partition("@")[0] in GENERAL_BOXES] + ours
     return say("erasure_elsewhere", persona, address=", ".join(named),
-               contact=contact[0] if contact else "our team")
+               contact=general[0] if general else "our team")
 
 
 def privacy_answer(answer: str, messages: Sequence[AnyMessage], *, thread_id: str,
