@@ -203,7 +203,8 @@ def national_ids(texts: Texts) -> Iterator[Finding]:
             if module == "us.ssn" and operand(text, match.start(), match.end()):
                 continue
             checker = importlib.import_module(f"stdnum.{module}")
-            if checker.is_valid(match.group(0).upper()):
+            number = re.sub(r"[^0-9a-z]", "", match.group(0)).upper()
+            if checker.is_valid(number):
                 yield texts.found(fold, match.start(), match.end(), ID)
     for match in NINO_RE.finditer(text):
         if match.group(0)[:2] not in NOT_NINO_PREFIXES:

@@ -25,12 +25,11 @@ NOT_A_VALUE = frozenset(
     "manager managers change changes recovery protected safe secure one mine yours which "
     "where when how why who is was will would should could can cannot can't isn't doesn't "
     "won't didn't don't hint hints field box page link email e-mail reset? expired? "
-    "redacted".split())
+    "redacted i we you they he she".split())
 LABELS = (r"pass(?:word|phrase|code|wd)s?|pwd|passwort|kennwort|contrase[nñ]a|clave|mot de "
           r"passe|mdp|senha|palavra-passe|wachtwoord|parola d'ordine|api[ _-]?key|secret(?:[ _-]?"
           r"(?:access[ _-]?)?key)?|client[ _-]?secret|access[ _-]?(?:key|token)|auth(?:entication"
-          r"|orization)?[ _-]?token|refresh[ _-]?token|bearer[ _-]?token|private[ _-]?key|token"
-          r"|pass|pw")
+          r"|orization)?[ _-]?token|refresh[ _-]?token|bearer[ _-]?token|private[ _-]?key|token")
 # Labels strong enough to need no "is" or ":" before their value ("passwd hunter2!").
 BARE_LABELS = (r"pass(?:word|wd)s?|pwd|passwort|kennwort|contrase[nñ]a|mot de passe|senha"
                r"|wachtwoord")
@@ -41,7 +40,8 @@ FILLER = r"(?:\s+(?!(?:is|was|and|but|or|es|est|ist)\b)[\w'@.-]{1,30}){0,4}?"
 # "for my gmail", "to the portal": what a key or token is for, before its value.
 QUALIFIER = r"(?:\s+(?:for|to|of|on|at)\s+(?:my\s+|the\s+|our\s+)?[\w.@'-]{1,40}){0,2}"
 LABELLED_RE = re.compile(
-    rf"(?<![\w-])(?P<label>(?:{BARE_LABELS}|pass|pw)\b[\"']?{FILLER}|(?:{LABELS})\b[\"']?"
+    rf"(?<![\w-])(?P<label>(?:{BARE_LABELS}|pw|(?:(?<=my )|(?<=our )|(?<=the )|(?<=your ))(?:pass|pw))\b[\"']?{FILLER}"
+    rf"|(?:{LABELS})\b[\"']?"
     rf"{QUALIFIER})\s*{CONNECTOR}\s*{_VALUE}")
 BARE_RE = re.compile(rf"(?<![\w-])(?:{BARE_LABELS})\s+{_VALUE}")
 PIN_RE = re.compile(r"(?<![\w-])(?:pin(?:\s+(?:code|number))?|passcode)\b(?:\s*(?:is|was|:|=|"
@@ -94,7 +94,7 @@ def passwords(texts: Texts) -> Iterator[Finding]:
     """Passwords, secrets and PINs after their label, before "is my password", in pairs."""
     text = texts.words.text
     if not re.search(r"pass|pw|pin|key|secret|token|kennwort|contrase|clave|mdp|senha|cred|log"
-                     r"|sign|user|u/p", text):
+                     r"|sign|user|u/p|wacht|parola", text):
         return
     for pattern in (LABELLED_RE, BARE_RE, PIN_RE, PAIR_RE):
         for match in pattern.finditer(text):
