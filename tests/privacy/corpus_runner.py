@@ -111,9 +111,6 @@ def _files_text(data_dir: Path) -> str:
     return " ".join(p.read_bytes().decode("latin-1") for p in data_dir.rglob("*") if p.is_file())
 
 
-Run = Callable[[Agent, str, str, str], Any]
-
-
 def run_corpus(corpus: dict[str, list], personas: Iterable[str] = PERSONAS, *,
                model: str = "offline", setup_model: str | None = None,
                agent_for: Callable[[Path], Agent] | None = None,
@@ -134,60 +131,93 @@ def _offline_agent(data_dir: Path) -> Agent:
     return Agent(Settings(data_dir=data_dir), toolsets=("business",))
 
 
+@dataclass
+class _Pass:
+    """One persona's run over the corpus: the agent, the models, and what to look for later."""
+
+    agent: Agent
+    persona: str
+    model: str
+    setup_model: str
+    cache: Path
+    score: Score = field(default_factory=Score)
+    pending: list[tuple[str, str]] = field(default_factory=list)  # (text, label) for the files
+    counter: Any = field(default_factory=itertools.count)
+
+    def turn(self, thread: str, text: str, spec: str | None = None) -> Any:
+        return self.agent.run(text, thread_id=thread, persona=self.persona,
+                              model=spec or self.model)
+
+    def thread(self, kind: str) -> str:
+        return f"{kind}{next(self.counter)}"
+
+    def secret(self, item: dict) -> None:
+        thread = self.thread("s")
+        said = [(text, self.turn(thread, text, self.setup_model))
+                for text in item.get("before", [])]
+        said.append((item["say"], self.turn(thread, item["say"])))
+        seen = "\n".join([said[-1][1].answer, _memory_text(self.agent, thread),
+                          _exports(thread, said, self.cache)])
+        self.score.secrets += 1
+        label = f"{self.persona}: {item['say']!r}"
+        if item["secret"] in seen:
+            self.score.leaked.append(label)
+        elif len(item["secret"]) >= SHORT_SECRET:
+            self.pending.append((item["secret"], label))
+
+    def ordinary(self, text: str) -> None:
+        thread = self.thread("o")
+        self.turn(thread, text)
+        kept = [m.text for m in self.agent.history(thread) if m.type == "human"]
+        self.score.ordinary += 1
+        if kept[:1] != [text]:
+            self.score.altered.append(f"{self.persona}: {text!r} kept as {kept[:1]!r}")
+
+    def consent(self, item: dict) -> None:
+        thread = self.thread("c")
+        for text in item["turns"]:
+            self.turn(thread, text)
+        leads = [lead["email"] for lead in self.agent.store.held_for_thread(thread).leads]
+        self.score.conversations += 1
+        if leads != ([item["lead"]] if item["lead"] else []):
+            self.score.consent_wrong.append(f"{self.persona}: {item['turns']} left {leads}")
+
+    def erasure(self, item: dict) -> None:
+        thread = self.thread("e")
+        for text in item["turns"][:-1]:
+            self.turn(thread, text, self.setup_model)
+        self.turn(thread, item["turns"][-1])
+        self.score.conversations += 1
+        gone = item["gone"]
+        left = [lead for lead in self.agent.store.leads() if lead["email"] == gone]
+        if left or gone in _memory_text(self.agent, thread):
+            self.score.consent_wrong.append(f"{self.persona}: {item['turns'][-1]!r} left {gone}")
+        else:
+            self.pending.append((gone, f"{self.persona}: erased {gone}"))
+
+    def at_rest(self, data_dir: Path, ordinary: str) -> None:
+        """Look for every secret and erased address in the files' bytes and the exports; one
+        an ordinary message holds is kept as typed there, by right."""
+        found = _files_text(data_dir) + _store_text(self.agent, self.cache)
+        for text, label in self.pending:
+            if text in found and text not in ordinary:
+                wrong = self.score.consent_wrong if ": erased " in label else self.score.leaked
+                wrong.append(f"{label} (in the files)")
+
+
 def _run_persona(agent: Agent, corpus: dict[str, list], persona: str, model: str,
                  setup_model: str, data_dir: Path, cache: Path) -> Score:
-    score, counter = Score(), itertools.count()
-
-    def turn(thread: str, text: str, spec: str = model) -> Any:
-        return agent.run(text, thread_id=thread, persona=persona, model=spec)
-
-    pending: list[tuple[str, str]] = []  # (secret, label) to look for in the files' bytes
+    run = _Pass(agent, persona, model, setup_model, cache)
     for item in corpus["secrets"]:
-        thread = f"s{next(counter)}"
-        said = [(text, turn(thread, text, setup_model)) for text in item.get("before", [])]
-        said.append((item["say"], turn(thread, item["say"])))
-        seen = "\n".join([said[-1][1].answer, _memory_text(agent, thread),
-                          _exports(thread, said, cache)])
-        score.secrets += 1
-        label = f"{persona}: {item['say']!r}"
-        if item["secret"] in seen:
-            score.leaked.append(label)
-        elif len(item["secret"]) >= SHORT_SECRET:
-            pending.append((item["secret"], label))
+        run.secret(item)
     for text in corpus["ordinary"]:
-        thread = f"o{next(counter)}"
-        turn(thread, text)
-        kept = [m.text for m in agent.history(thread) if m.type == "human"]
-        score.ordinary += 1
-        if kept[:1] != [text]:
-            score.altered.append(f"{persona}: {text!r} kept as {kept[:1]!r}")
+        run.ordinary(text)
     for item in corpus["consent"]:
-        thread = f"c{next(counter)}"
-        for text in item["turns"]:
-            turn(thread, text)
-        leads = [lead["email"] for lead in agent.store.held_for_thread(thread).leads]
-        score.conversations += 1
-        if leads != ([item["lead"]] if item["lead"] else []):
-            score.consent_wrong.append(f"{persona}: {item['turns']} left {leads}")
+        run.consent(item)
     for item in corpus["erasures"]:
-        thread = f"e{next(counter)}"
-        for text in item["turns"][:-1]:
-            turn(thread, text, setup_model)
-        turn(thread, item["turns"][-1])
-        score.conversations += 1
-        gone = item["gone"]
-        left = [lead["email"] for lead in agent.store.leads() if lead["email"] == gone]
-        if left or gone in _memory_text(agent, thread):
-            score.consent_wrong.append(f"{persona}: {item['turns'][-1]!r} left {gone}")
-        else:
-            pending.append((gone, f"{persona}: erased {gone}"))
-    at_rest = _files_text(data_dir) + _store_text(agent, cache)
-    ordinary = "\n".join(corpus["ordinary"])  # kept as typed, so found at rest by right
-    for secret, label in pending:
-        if secret in at_rest and secret not in ordinary:
-            (score.consent_wrong if label.startswith(f"{persona}: erased")
-             else score.leaked).append(f"{label} (in the files)")
-    return score
+        run.erasure(item)
+    run.at_rest(data_dir, "\n".join(corpus["ordinary"]))
+    return run.score
 
 
 def sample(corpus: dict[str, list], every: int) -> dict[str, list]:
