@@ -21,6 +21,7 @@ def test_the_corpus_holds_300_messages_of_every_kind() -> None:
         assert variant in said, repr(variant)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_the_corpus_with_the_offline_model(persona: str, tmp_path) -> None:
     score = run_corpus(CORPUS, (persona,), root=tmp_path)
