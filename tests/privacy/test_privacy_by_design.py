@@ -235,3 +235,12 @@ def test_forget_me_erases_on_postgresql(database_url, data_dir):
             left = conn.execute(f"SELECT count(*) FROM {table} WHERE thread_id = 'A'").fetchone()
             assert left[0] == 0, table
     assert agent.history("A") == []
+
+
+def test_an_unclear_erasure_is_asked_about_first(data_dir):
+    agent = agent_for(data_dir)
+    agent.run(LEAD, thread_id="A")
+    asked = agent.run("forget everything", thread_id="A")
+    assert "?" in asked.answer and Store(data_dir).lead_count() == 1
+    done = agent.run("yes", thread_id="A")
+    assert Store(data_dir).lead_count() == 0 and done.erased and agent.history("A") == []

@@ -169,11 +169,22 @@ def feedback_refusal(call: ToolCall, messages: Sequence[AnyMessage]) -> Refusal 
                    "look into?")
 
 
+ERASURE_QUESTION = re.compile(r"\b(?:delete|erase)\b[^?]*\?", re.IGNORECASE)
+
+
+def erasure_confirmed(messages: Sequence[AnyMessage]) -> bool:
+    """The customer's latest message is a yes to the assistant asking whether to erase."""
+    latest = customer_messages(messages)[-1:] if messages else []
+    return bool(latest) and consent.is_yes(latest[0].text) and bool(
+        ERASURE_QUESTION.search(_assistant_before_latest(messages)))
+
+
 def erase_refusal(messages: Sequence[AnyMessage]) -> Refusal | None:
-    """Erasure runs only when the customer asked for it in their own words this turn."""
+    """Erasure runs only when the customer asked for it in their own words this turn (or said
+    yes to the assistant asking whether to erase)."""
     latest = customer_messages(messages)[-1:] if messages else []
     own = consent.own_words(latest[0].text) if latest else ""
-    if own and (consent.withdraws(own) or consent.refuses(own)):
+    if own and (consent.withdraws(own) or consent.refuses(own) or erasure_confirmed(messages)):
         return None
     return Refusal("the customer did not ask, in their own words this turn, to withdraw "
                    "consent or delete their data.",

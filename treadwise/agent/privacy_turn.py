@@ -61,7 +61,7 @@ def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequenc
     answer then says truthfully what went. The conversation's memory goes too (`erased`) when
     the customer withdrew consent or asked for their data to go; a refusal of contact alone
     deletes what was recorded for contacting them."""
-    from treadwise.agent.policy import erase_refusal
+    from treadwise.agent.policy import erase_refusal, erasure_confirmed
 
     latest = customer_messages(messages)[-1:]
     if not latest or erase_refusal(messages) is not None:
@@ -77,7 +77,7 @@ def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequenc
             return Outcome(f"I couldn't delete your data right now ({type(exc).__name__}). "
                            "Please try again.")
         answer = "" if done[-1].startswith("Deleted: ") else answer
-    forget = consent.withdraws(consent.own_words(latest[0].text))
+    forget = consent.withdraws(consent.own_words(latest[0].text)) or erasure_confirmed(messages)
     if not forget and not done[-1].startswith("Deleted: "):
         return Outcome(answer)
     said = _confirmed(answer, done[-1])

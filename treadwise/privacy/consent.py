@@ -82,6 +82,7 @@ class Vocabulary:
     reported: re.Pattern
     cancels: re.Pattern
     erases: re.Pattern
+    erases_unclear: re.Pattern
     access: re.Pattern
     others: re.Pattern
 
@@ -148,6 +149,8 @@ def vocabulary() -> Vocabulary:
         reported=_compile(reported, "reporters", 0),
         cancels=_compile(rf"\b{_any(_words(data, 'cancels'))}\b", "cancels"),
         erases=_compile(rf"\b{_any(_words(data, 'erases'))}\b", "erases"),
+        erases_unclear=_compile(rf"\b{_any(_words(data, 'erases_unclear'))}\b",
+                                "erases_unclear"),
         access=_compile(rf"\b{_any(_words(data, 'access'))}\b", "access"),
         others=_compile(rf"\b{_any(_words(data, 'other_customers'))}\b", "other_customers"),
     )
@@ -204,6 +207,11 @@ def erases(text: str) -> bool:
     said = meaning(text)
     return any(not NEGATED_ERASURE.search(said[max(0, m.start() - 24):m.start()])
                for m in vocabulary().erases.finditer(said))
+
+
+def may_erase(text: str) -> bool:
+    """Words that may ask for an erasure without saying of what ("forget everything"): ask."""
+    return not erases(text) and bool(vocabulary().erases_unclear.search(meaning(text)))
 
 
 def withdraws(text: str) -> bool:

@@ -37,10 +37,12 @@ CONNECTOR = (r"(?:\b(?:is|was|would be|set to|equals|es|est|ist|lautet|è|é|era
              r"|[:=]|->|\u2192|\s[-\u2013\u2014]\s?)")
 _VALUE = r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|(?!\[redacted)[^\s\"',;]{1,200})"
 FILLER = r"(?:\s+(?!(?:is|was|and|but|or|es|est|ist)\b)[\w'@.-]{1,30}){0,4}?"
+# "pass" is a password only after "my", "our", "the" or "your" ("which pass is quickest" is not).
+OWNED_PASS = r"(?:(?<=my )|(?<=our )|(?<=the )|(?<=your ))pass"
 # "for my gmail", "to the portal": what a key or token is for, before its value.
 QUALIFIER = r"(?:\s+(?:for|to|of|on|at)\s+(?:my\s+|the\s+|our\s+)?[\w.@'-]{1,40}){0,2}"
 LABELLED_RE = re.compile(
-    rf"(?<![\w-])(?P<label>(?:{BARE_LABELS}|pw|(?:(?<=my )|(?<=our )|(?<=the )|(?<=your ))(?:pass|pw))\b[\"']?{FILLER}"
+    rf"(?<![\w-])(?P<label>(?:{BARE_LABELS}|pw|{OWNED_PASS})\b[\"']?{FILLER}"
     rf"|(?:{LABELS})\b[\"']?"
     rf"{QUALIFIER})\s*{CONNECTOR}\s*{_VALUE}")
 BARE_RE = re.compile(rf"(?<![\w-])(?:{BARE_LABELS})\s+{_VALUE}")

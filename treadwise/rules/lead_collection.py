@@ -71,10 +71,19 @@ def state_topic(state: DialogueState) -> str:
     return "a call back"
 
 
+def plan_erasure(reading: Reading, state: DialogueState) -> Plan | None:
+    """Erase on a withdrawal, an erasure request or a yes to "shall I delete ...?"; ask first
+    when the words do not say what to erase ("forget everything")."""
+    if reading.withdraws or (reading.no_contact and state.lead_email) or (
+            state.pending == "erasure" and reading.answer == "yes"):
+        return erase()
+    return ask("privacy", "confirm_erasure", "erasure") if reading.may_erase else None
+
+
 def plan_contact(reading: Reading, state: DialogueState) -> Plan | None:
     """The next step when a message is about being contacted; None when it is not."""
-    if reading.withdraws or (reading.no_contact and state.lead_email):
-        return erase()
+    if (erasing := plan_erasure(reading, state)) is not None:
+        return erasing
     waiting = state.pending in ASKED_FOR_ADDRESS or bool(state.lead_topic and not state.lead_email)
     if reading.cancels and waiting and not reading.emails:
         # A withdrawal clears any consent waiting for an address or a yes.

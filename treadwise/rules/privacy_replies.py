@@ -70,6 +70,16 @@ PHRASES: dict[str, dict[str, list[str]]] = {
                      "conversation, so {address} is unchanged. Please write to {contact} from "
                      "that address and our staff will delete it."],
     },
+    "confirm_erasure": {
+        "friendly": ["Just to be sure: would you like me to delete everything this conversation "
+                     "holds about you (the chat, and any contact request or question from it)? "
+                     "Say yes, or press Forget me."],
+        "technical": ["Confirm erasure of this conversation's data (memory, contact requests, "
+                      "questions): reply yes, or use Forget me."],
+        "cautious": ["Before I delete anything: would you like me to erase everything this "
+                     "conversation holds about you, including any contact request or question? "
+                     "Please reply yes to confirm, or press Forget me."],
+    },
     "data_held": {
         "friendly": ["Happy to show you! {held} You can ask me to delete it any time, or press "
                      "Forget me."],

@@ -182,6 +182,7 @@ class Reading:
     no_contact: bool = False
     withdraws: bool = False
     cancels: bool = False              # "never mind", "no thanks": pending consent is cleared
+    may_erase: bool = False            # "forget everything": asks before erasing anything
     access: bool = False               # "What do you have about me?"
     others: bool = False               # asks about other customers (never a topic)
     doubt: bool = False                # also asks something that is not about contact
@@ -307,6 +308,7 @@ def _contact_cues(reading: Reading) -> None:
     reading.no_contact = consent.refuses(text)
     reading.withdraws = consent.withdraws(text)
     reading.cancels = consent.cancels(text)
+    reading.may_erase = consent.may_erase(text)
     reading.access = consent.asks_access(text)
     reading.others = consent.about_others(text)
     reading.doubt = consent.other_question(text)
