@@ -68,6 +68,10 @@ MATH_WORDS = re.compile(r"\b(?:what is|what's|calculate|compute|evaluate|solve|s
 # Digit groups joined by one separator each: spaces (up to three), a dot, a dash or a slash.
 DIGIT_RUN = re.compile(r"(?<![\w.,/-])\d+(?:(?:[ \t]{1,3}|[ ]?[.\-/][ ]?)\d+)*(?![\w])")
 GROUP = re.compile(r"\d+")
+# Thirteen digits with at most three separators between any two: the least a card can be.
+CARD_LIKE = re.compile(r"\d(?:\D{0,3}\d){12}")
+# Six digits close together (every national ID detected here holds that many).
+ID_LIKE = re.compile(r"\d(?:\D{0,2}\d){5}")
 
 # Issuer ranges (prefixes and lengths) of the networks people type: Visa, Mastercard,
 # American Express, Discover, Diners Club, JCB, UnionPay, Maestro.
@@ -123,7 +127,7 @@ def cards(texts: Texts) -> Iterator[Finding]:
     """Payment card numbers, with or without a word about paying near them."""
     fold = texts.folded
     text = fold.text
-    if sum(c.isdigit() for c in text) < 13:
+    if not CARD_LIKE.search(text):
         return
     for run in DIGIT_RUN.finditer(text):
         groups = [(m.start() + run.start(), m.end() + run.start(), m.group(0))
@@ -194,7 +198,7 @@ def national_ids(texts: Texts) -> Iterator[Finding]:
     """National ID numbers that are valid by their own rules."""
     fold = texts.folded
     text = fold.text
-    if sum(c.isdigit() for c in text) < 6:
+    if not ID_LIKE.search(text):
         return
     import importlib
 
