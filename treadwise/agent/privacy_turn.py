@@ -16,7 +16,13 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage, ToolMessage
 
-from treadwise.agent.policy import ERASE_TOOL, company_addresses, customer_messages
+from treadwise.agent.policy import (
+    ERASE_TOOL,
+    company_addresses,
+    customer_messages,
+    erase_refusal,
+    erasure_confirmed,
+)
 from treadwise.conversation import current_turn
 from treadwise.privacy import consent
 from treadwise.privacy.emails import find_emails
@@ -61,8 +67,6 @@ def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequenc
     answer then says truthfully what went. The conversation's memory goes too (`erased`) when
     the customer withdrew consent or asked for their data to go; a refusal of contact alone
     deletes what was recorded for contacting them."""
-    from treadwise.agent.policy import erase_refusal, erasure_confirmed
-
     latest = customer_messages(messages)[-1:]
     if not latest or erase_refusal(messages) is not None:
         return Outcome(answer)
@@ -132,8 +136,12 @@ def privacy_answer(answer: str, messages: Sequence[AnyMessage], *, thread_id: st
     if text and consent.asks_access(text) and store is not None:
         from treadwise.privacy.erasure import holdings
 
-        held = holdings(thread_id, store=store, memory=memory)
-        return Outcome(say("data_held", persona, held=held.describe()))
+        try:
+            held = holdings(thread_id, store=store, memory=memory).describe()
+        except Exception as exc:  # noqa: BLE001 - said plainly, never guessed
+            return Outcome(f"I couldn't read what this conversation holds right now "
+                           f"({type(exc).__name__}). Please try again in a moment.")
+        return Outcome(say("data_held", persona, held=held))
     return Outcome(honest(outcome.answer, raw if raw is not None else text, text, persona))
 
 
