@@ -290,7 +290,8 @@ class Agent:
             last = ai[-1]
             outcome = privacy_answer(
                 for_customer(redact(last.text), turn), messages, thread_id=thread_id,
-                tools=self.tools, persona=persona, store=self.store, memory=self.checkpointer,
+                tools=self.tools, persona=persona, store=lambda: self.store,
+                memory=self.checkpointer,
                 raw=raw)
             result.answer, result.erased = outcome.answer.strip(), outcome.erased
             result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap"))

@@ -10,7 +10,7 @@ happen ("I've removed that number", "I've deleted your data") is replaced.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,9 +123,10 @@ def _elsewhere(request: str, done: str, messages: Sequence[AnyMessage], persona:
 
 
 def privacy_answer(answer: str, messages: Sequence[AnyMessage], *, thread_id: str,
-                   tools: Sequence[Any], persona: Any, store: Any, memory: Any,
+                   tools: Sequence[Any], persona: Any, store: Callable[[], Any], memory: Any,
                    raw: str | None = None) -> Outcome:
-    """The answer after every privacy check of the turn."""
+    """The answer after every privacy check of the turn; `store` opens the lead store (only
+    an access request needs it, and a store that cannot be reached must not end the turn)."""
     latest = customer_messages(messages)[-1:]
     text = latest[0].text if latest else ""
     outcome = erase_on_request(answer, messages, tools, thread_id, persona)
@@ -133,11 +134,11 @@ def privacy_answer(answer: str, messages: Sequence[AnyMessage], *, thread_id: st
         return outcome
     if text and consent.about_others(text):
         return Outcome(say("others_refused", persona))
-    if text and consent.asks_access(text) and store is not None:
+    if text and consent.asks_access(text):
         from treadwise.privacy.erasure import holdings
 
         try:
-            held = holdings(thread_id, store=store, memory=memory).describe()
+            held = holdings(thread_id, store=store(), memory=memory).describe()
         except Exception as exc:  # noqa: BLE001 - said plainly, never guessed
             return Outcome(f"I couldn't read what this conversation holds right now "
                            f"({type(exc).__name__}). Please try again in a moment.")
