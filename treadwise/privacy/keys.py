@@ -32,7 +32,7 @@ PLUGINS = ("aws.AWSKeyDetector", "azure_storage_key.AzureStorageKeyDetector",
            "square_oauth.SquareOAuthDetector", "stripe.StripeDetector",
            "telegram_token.TelegramBotTokenDetector", "twilio.TwilioKeyDetector")
 OUR_PATTERNS = (
-    r"\bsk-[A-Za-z0-9_\-]{16,}", r"\bAIza[0-9A-Za-z_\-]{20,}", r"\bya29\.[0-9A-Za-z_\-]{20,}",
+    r"\bsk-[A-Za-z0-9_\-]{8,}", r"\bAIza[0-9A-Za-z_\-]{20,}", r"\bya29\.[0-9A-Za-z_\-]{20,}",
     r"\bGOCSPX-[A-Za-z0-9_\-]{16,}", r"\bgh[pousr]_[A-Za-z0-9]{30,}",
     r"\bgithub_pat_[A-Za-z0-9_]{30,}", r"\bxox[a-z](?:\.xox[a-z])?-[A-Za-z0-9-]{10,}",
     r"\bxapp-\d-[A-Za-z0-9-]{10,}", r"https://hooks\.slack\.com/services/[A-Za-z0-9/]+",
