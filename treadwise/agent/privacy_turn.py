@@ -94,7 +94,7 @@ def _confirmed(answer: str, done: str) -> str:
     that it was deleted); else the erasure's own account, so the customer always reads what
     went (a small model may drop it for a sentence of its own)."""
     if done.startswith("Deleted: "):
-        gone = done.removeprefix("Deleted: ").rstrip(".")
+        gone = done.removeprefix("Deleted: ").split(". ", 1)[0].rstrip(".")
         if answer and "delet" in answer.casefold() and all(
                 email in answer for email in find_emails(gone)):
             return answer

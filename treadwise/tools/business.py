@@ -209,7 +209,8 @@ class BusinessDesk:
         report = ErasureReport(erased.leads, erased.feedback)
         if not report.anything:
             return "Nothing to delete: nothing was stored from this conversation."
-        return f"Deleted: {report.describe()}."
+        return (f"Deleted: {report.describe()}. What was deleted is gone from the store, and "
+                "nobody will contact the customer.")
 
 
 def _slot(lead_time: str) -> str:
