@@ -95,7 +95,8 @@ def _confirmed(answer: str, done: str) -> str:
     went (a small model may drop it for a sentence of its own)."""
     if done.startswith("Deleted: "):
         gone = done.removeprefix("Deleted: ").split(". ", 1)[0].rstrip(".")
-        if answer and "delet" in answer.casefold() and all(
+        # "deleted" in a sentence of the answer's own, not only a copied "Deleted:" label.
+        if answer and "deleted" in answer and all(
                 email in answer for email in find_emails(gone)):
             return answer
         return f"I've deleted {gone}. Nobody will contact you."
