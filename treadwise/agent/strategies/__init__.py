@@ -1,8 +1,8 @@
 """Reasoning strategies: how one user turn thinks, each a compiled graph with its own call budget.
 
 A small registry: `@strategy(...)` on a graph builder registers it by name. The built-ins are
-"module:function" strings, the same form an entry point of the group ``treadwise.strategies``
-carries, so outside strategies register exactly like ours.
+entry points of the group ``treadwise.strategies`` in pyproject.toml, declared exactly as an
+outside strategy declares its own.
 """
 
 from __future__ import annotations
@@ -15,12 +15,6 @@ from treadwise.plugins import Registry
 
 ENTRY_POINT_GROUP = "treadwise.strategies"
 DEFAULT_STRATEGY = "react"
-BUILTIN_STRATEGIES: dict[str, str] = {
-    "react": "treadwise.agent.strategies.react:build",
-    "plan-verify": "treadwise.agent.strategies.plan_verify:build",
-    "think-write": "treadwise.agent.strategies.think_write:build",
-    "self-consistency": "treadwise.agent.strategies.self_consistency:build",
-}
 
 
 @dataclass(frozen=True)
@@ -57,7 +51,7 @@ def recursion_limit(budget: int) -> int:
     return 3 * budget + 10
 
 
-REGISTRY: Registry[Strategy] = Registry(ENTRY_POINT_GROUP, BUILTIN_STRATEGIES)
+REGISTRY: Registry[Strategy] = Registry(ENTRY_POINT_GROUP)
 STRATEGIES: dict[str, Strategy] = REGISTRY.entries
 
 
@@ -70,11 +64,6 @@ def strategy(name: str, *, budget: int, description: str, answer_nodes: Sequence
         return build
 
     return register
-
-
-def available_strategies() -> dict[str, str]:
-    """Strategy name -> "module:function"; built-ins win over a plugin of the same name."""
-    return REGISTRY.targets()
 
 
 def strategy_names() -> list[str]:
