@@ -9,23 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treadwise.plugins import Registry
 
+if TYPE_CHECKING:
+    from treadwise.agent.graph import Kit
+
 ENTRY_POINT_GROUP = "treadwise.strategies"
 DEFAULT_STRATEGY = "react"
-
-
-@dataclass(frozen=True)
-class Kit:
-    """What a strategy's graph is built with; the persona and model arrive per turn."""
-
-    tools: Sequence[Any]
-    budget: int
-    checkpointer: Any = None
-    system_prompt: Callable[..., str] | None = None
-    settings: Any = None
 
 
 @dataclass(frozen=True)
@@ -52,7 +44,6 @@ def recursion_limit(budget: int) -> int:
 
 
 REGISTRY: Registry[Strategy] = Registry(ENTRY_POINT_GROUP)
-STRATEGIES: dict[str, Strategy] = REGISTRY.entries
 
 
 def strategy(name: str, *, budget: int, description: str, answer_nodes: Sequence[str] = ("write",),
