@@ -3,7 +3,9 @@
 Every built-in is declared once, as an entry point in pyproject.toml, exactly as an outside
 plugin declares its own. An installed project reads them from its distribution's metadata; a
 source checkout (the tests run from a plain clone, nothing pip-installed) reads the same table
-from the pyproject.toml beside the package, so the two can never disagree.
+from the pyproject.toml beside the package, so the two can never disagree. Installing sorts the
+table by name, so names are listed by name either way; a consumer wanting another order (the
+default strategy first) says so.
 """
 
 from __future__ import annotations
@@ -67,10 +69,11 @@ class Registry(Generic[T]):
         return entry
 
     def targets(self) -> dict[str, str]:
-        """Name -> "module:attribute", built-ins first; a plugin never replaces a built-in."""
-        builtins = declared().get(self.group, {})
-        found = {ep.name: ep.value for ep in entry_points(group=self.group)}
-        return {**builtins, **{n: v for n, v in found.items() if n not in builtins}}
+        """Name -> "module:attribute", built-ins first, each part by name; a plugin never
+        replaces a built-in."""
+        builtins = dict(sorted(declared().get(self.group, {}).items()))
+        found = sorted((ep.name, ep.value) for ep in entry_points(group=self.group))
+        return {**builtins, **{n: v for n, v in found if n not in builtins}}
 
     def names(self) -> list[str]:
         """Every name that `get` can resolve, without importing any plugin."""
@@ -87,7 +90,7 @@ class Registry(Generic[T]):
         return self.entries.get(name, loaded)
 
     def load_all(self) -> dict[str, T]:
-        """Every entry, each plugin imported, in `names()` order (built-ins as declared, then
-        installed plugins, then run-time ones): never the order modules happened to import in."""
+        """Every entry, each plugin imported, in `names()` order (built-ins, then installed
+        plugins, then run-time ones): never the order modules happened to import in."""
         loaded = {name: entry for name in self.names() if (entry := self.get(name)) is not None}
         return {**loaded, **{n: e for n, e in self.entries.items() if n not in loaded}}

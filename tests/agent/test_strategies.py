@@ -85,8 +85,9 @@ def assert_budget_held(result, model, strategy: str, budget: int | None = None) 
 
 
 def test_the_strategies_are_registered_with_their_budgets():
-    assert strategy_names()[:4] == ["react", "plan-verify", "think-write", "self-consistency"]
-    assert [get_strategy(n).budget for n in strategy_names()[:4]] == [5, 8, 5, 10]
+    # The default first, then by name: the same from a checkout and once installed.
+    assert strategy_names()[:4] == ["react", "plan-verify", "self-consistency", "think-write"]
+    assert [get_strategy(n).budget for n in strategy_names()[:4]] == [5, 8, 10, 5]
     with pytest.raises(ValueError, match="unknown strategy"):
         get_strategy("tree-of-thought")
 

@@ -38,13 +38,14 @@ def use_scripted(monkeypatch: pytest.MonkeyPatch, **models: Any) -> None:
 
 @contextmanager
 def serve_in_process(settings: Settings | None = None, agent: Any = None,
-                     results_dir: Path | None = None, **launch: Any) -> Iterator[str]:
-    """The real app with its launch options, on a free port; yields its base URL. With
+                     results_dir: Path | None = None, extensions: list[Any] | None = None,
+                     **launch: Any) -> Iterator[str]:
+    """The real app with its launch options, on a free port; yields its base URL. The page
+    gets `extensions`, or every installed one (the harness's, in this checkout); with
     `results_dir`, the harness's Experiments tab reads the runs there (else ./results)."""
     from treadwise.web.gradio_app import create_app, start
 
     settings = dataclasses.replace(settings or Settings.from_env(), port=free_port())
-    extensions = None  # every installed one: the harness's, in this checkout
     if results_dir is not None:
         from experiments.web.plugin import plug
 

@@ -58,7 +58,10 @@ def strategy(name: str, *, budget: int, description: str, answer_nodes: Sequence
 
 
 def strategy_names() -> list[str]:
-    return REGISTRY.names()
+    """The default first, then the others as the registry lists them."""
+    names = REGISTRY.names()
+    return [DEFAULT_STRATEGY, *(n for n in names if n != DEFAULT_STRATEGY)] \
+        if DEFAULT_STRATEGY in names else names
 
 
 def get_strategy(name: str) -> Strategy:
