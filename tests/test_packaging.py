@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEAD_PROXY, PROXY_NAMES, REAL_PROXIES, REPO
+from tests.conftest import CACHE_HOME, DEAD_PROXY, PROXY_NAMES, REAL_PROXIES, REPO
 
 # Wheels of the runtime dependencies, kept between runs (outside the repository) so the install
 # is offline and quick after the first run; refilled from the package registry when
 # pyproject.toml asks for something it does not hold.
-WHEELHOUSE = Path.home() / ".cache" / "treadwise-test-wheelhouse"
+WHEELHOUSE = CACHE_HOME / "treadwise-test-wheelhouse"
 NOT_SOURCE = shutil.ignore_patterns(".git", "results", "data", "build", "*.egg-info",
                                     "__pycache__", ".venv", "venv", "test-output", ".*_cache",
                                     ".hypothesis", "benchmarks", "docs", "tests")
@@ -82,18 +82,15 @@ def run(python: Path, code: str, cwd: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.install
 @pytest.mark.timeout(2400)
 def test_pip_install_dot_runs_the_chat_app_alone_and_the_extra_adds_the_harness(
-        tmp_path: Path) -> None:
+        tmp_path: Path, fresh_venv: Path) -> None:
     source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info next to it
     shutil.copytree(REPO, source, ignore=NOT_SOURCE)
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True,
-                   timeout=300)
-    python = tmp_path / "venv" / "bin" / "python"
+    python = fresh_venv
     install(python, str(source))
     alone = run(python, APP, tmp_path)
-    assert str(tmp_path / "venv") in alone
+    assert str(fresh_venv.parent.parent) in alone
     assert "tabs: ['chat-tab']" in alone
     assert "absent: ['seaborn', 'scipy', 'statsmodels', 'dask']" in alone
 

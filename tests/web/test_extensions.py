@@ -70,6 +70,7 @@ def broken(settings):
 '''
 
 
+@pytest.mark.slow
 def test_without_the_harness_the_app_is_the_chat_alone(tmp_path: Path) -> None:
     from tests.support.webapp import free_port
 
