@@ -16,7 +16,8 @@ from tests.conftest import REPO
 from tests.support.distributions import install_distribution
 from tests.support.webapp import chat_text, loopback_client, serve_in_process
 from treadwise.settings import Settings, child_environment
-from treadwise.web.extensions import Extension, discover
+from treadwise.web.access import Access
+from treadwise.web.extensions import PLUGS, Extension, PageContext, extensions
 from treadwise.web.hooks import Choice
 
 # The harness cannot be imported (as when only `pip install .` put the product there): the app
@@ -61,11 +62,11 @@ class Notes:
         return "for admins"
 
 
-def plug(settings):
+def plug(page):
     return Extension(tabs=[Tab("Notes", "notes-tab", [Notes()])])
 
 
-def broken(settings):
+def broken(page):
     import a_package_nobody_installed  # noqa: F401
 '''
 
@@ -100,12 +101,11 @@ def test_an_installed_package_adds_a_tab_whose_admin_handlers_a_public_page_guar
            "TREADWISE_ADMINS": "boss"}
     settings = dataclasses.replace(Settings.from_env(env), data_dir=tmp_path / "data")
     with caplog.at_level("WARNING", logger="treadwise.web.extensions"):
-        found = discover(settings)
+        found = extensions(PageContext(settings, Access(settings)))
     assert [tab.id for extension in found for tab in extension.tabs][-1] == "notes-tab"
     assert any("without broken: No module named 'a_package_nobody_installed'" in r.getMessage()
                for r in caplog.records)
-    notes = [extension for extension in found if extension.tabs[-1].id == "notes-tab"]
-    with serve_in_process(settings, extensions=notes) as url:
+    with serve_in_process(settings, plugs={"notes": PLUGS.get("notes")}) as url:
         guest = loopback_client(url, auth=("guest", "pw-1177"), download_files=False)
         assert guest.predict(api_name="/notes_hello") == "hello, anyone"
         with pytest.raises(AppError, match="signed-in admin"):
@@ -136,7 +136,8 @@ class TechnicalOnly:
 def test_a_chat_hook_decides_who_answers_and_sees_the_finished_turn(tmp_path: Path) -> None:
     hook = TechnicalOnly()
     settings = dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data")
-    with serve_in_process(settings, extensions=[Extension(chat_hooks=[hook])]) as url:
+    with serve_in_process(settings, plugs={"hook": lambda page: Extension(chat_hooks=[hook])}
+                          ) as url:
         client = loopback_client(url, download_files=False)
         chatbot, *_ = client.predict("What are your opening hours?", "cautious", "offline", "",
                                      0.0, "react", api_name="/send")

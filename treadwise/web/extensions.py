@@ -1,7 +1,8 @@
 """What installed packages add to the page: tabs beside Chat and hooks into every chat turn.
 
-The app knows no plugin by name. A package declares a function under the entry-point group
-``treadwise.web``; `create_app` calls it with the settings and gets back an `Extension`: tabs
+The app knows no plugin by name. A package declares a function (a `Plug`) under the
+entry-point group ``treadwise.web``; `create_app` calls it with the page's settings and access
+rules and gets back an `Extension`: tabs
 (each of sections, every section naming the handlers a public page keeps for admins) and chat
 hooks (web/hooks.py: one may decide who answers a turn, take ratings, or show a panel instead
 of the conversation). The experiment harness plugs in its Experiments tab and live
@@ -57,19 +58,28 @@ class Extension:
     chat_hooks: list[ChatHook] = field(default_factory=list)
 
 
-Plug = Callable[["Settings"], Extension]
+@dataclass(frozen=True)
+class PageContext:
+    """What a plug is given: the page's settings and its access rules (admins, rate limits)."""
+
+    settings: Settings
+    access: Access
+
+
+Plug = Callable[[PageContext], Extension]
 PLUGS: Registry[Plug] = Registry(ENTRY_POINT_GROUP)
 
 
-def discover(settings: Settings) -> list[Extension]:
-    """Every installed package's extension. One that cannot load (a package it needs is not
-    installed) is left out with a line in the log: the chat app runs without it."""
+def extensions(page: PageContext, plugs: Mapping[str, Plug] | None = None) -> list[Extension]:
+    """What each plug adds to the page (by default every installed one, by name). One that
+    cannot load (a package it needs is not installed) is left out with a line in the log: the
+    chat app runs without it."""
     found = []
-    for name in PLUGS.names():
+    for name in PLUGS.names() if plugs is None else plugs:
         try:
-            plug = PLUGS.get(name)
+            plug = PLUGS.get(name) if plugs is None else plugs[name]
             if plug is not None:
-                found.append(plug(settings))
+                found.append(plug(page))
         except ImportError as exc:
             log.warning("the page runs without %s: %s", name, exc)
     return found

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from treadwise.settings import Settings
 from treadwise.web.access import Access, RefuseUploads
-from treadwise.web.extensions import Extension, discover, guard
+from treadwise.web.extensions import PageContext, Plug, extensions, guard
 from treadwise.web.files import use_cache_dir
 from treadwise.web.turns import LazyAgent
 
@@ -27,10 +27,10 @@ CACHE_CLEANUP = (3600, 24 * 3600)  # every hour, drop cached plots and exports o
 
 def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None = None, *,
                env: Mapping[str, str] | None = None,
-               extensions: Sequence[Extension] | None = None) -> gr.Blocks:
-    """Build the page: the Chat tab, then the tabs and chat hooks of `extensions` (by default
-    those of every installed package, see web/extensions.py). Without an agent, one is built
-    on first use (see `serve`)."""
+               plugs: Mapping[str, Plug] | None = None) -> gr.Blocks:
+    """Build the page: the Chat tab, then the tabs and chat hooks that `plugs` add (by default
+    every installed package's, see web/extensions.py). Without an agent, one is built on first
+    use (see `serve`)."""
     if settings is None:
         settings = agent.settings if agent is not None else Settings.from_env()
     use_cache_dir(settings)
@@ -40,10 +40,9 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
 
     holder = agent if isinstance(agent, LazyAgent) else LazyAgent(settings, agent)
     access = Access(settings, env)
-    if extensions is None:
-        extensions = discover(settings)
+    added = extensions(PageContext(settings, access), plugs)
     chat = ChatTab(holder, settings, access,
-                   hooks=[hook for extension in extensions for hook in extension.chat_hooks])
+                   hooks=[hook for extension in added for hook in extension.chat_hooks])
     with gr.Blocks(title="TreadWise assistant", analytics_enabled=False,
                    delete_cache=CACHE_CLEANUP) as demo:
         gr.Markdown("# TreadWise Tire Co. assistant\nTires, mobile service, Smart Tread\u2122 "
@@ -52,7 +51,7 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
         with gr.Tabs():
             with gr.Tab("Chat", id="chat-tab"):
                 chat.build(demo)
-            for tab in (tab for extension in extensions for tab in extension.tabs):
+            for tab in (tab for extension in added for tab in extension.tabs):
                 with gr.Tab(tab.title, id=tab.id):
                     for section in tab.sections:
                         if settings.public:
