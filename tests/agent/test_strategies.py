@@ -318,8 +318,8 @@ def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
     assert "81" in answer and "The customer asks" not in answer
 
 
-def test_architecture_shows_each_strategy_graph_as_compiled(data_dir):
-    blocks = re.findall(r"```mermaid\n(.*?)```", (REPO / "ARCHITECTURE.md").read_text(), re.S)
+def test_the_docs_show_each_strategy_graph_as_compiled(data_dir):
+    blocks = re.findall(r"```mermaid\n(.*?)```", (REPO / "docs" / "agent.md").read_text(), re.S)
     agent = Agent(Settings(data_dir=data_dir), tools=[lookup])
     names = ["react", "plan-verify", "think-write", "self-consistency"]
     assert len(blocks) == len(names)
