@@ -50,7 +50,7 @@ def copy_personas(grid: Grid, folder: Path) -> None:
     """Copies of the persona files the run used (their voice and rubric), beside the grid,
     redacted like the run's other copies."""
     from treadwise.personas import persona_path
-    from treadwise.redaction import redact
+    from treadwise.privacy.redaction import redact
 
     target = Path(folder) / PERSONAS_COPY
     target.mkdir(exist_ok=True)

@@ -123,6 +123,21 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(page):
     page.wait_for_function("document.querySelector('#message textarea').value === ''")
 
 
+def test_forget_me_is_on_the_page_and_erases_the_conversation(page, app):
+    box(page).fill("please contact me at browser.forget@fleetco.com about winter tires")
+    page.locator("#send").click()
+    wait_for_reply(page, 1)
+    store = app[1].store
+    assert [lead for lead in store.leads() if lead["email"] == "browser.forget@fleetco.com"]
+    button = page.locator("#forget-me")
+    assert button.is_visible() and "Forget me" in button.inner_text()
+    button.click()
+    page.wait_for_function("document.querySelector('#chat').innerText.includes('erased')")
+    assert bubbles(page, "user") == []
+    assert "browser.forget@fleetco.com" in page.locator("#chat").inner_text()
+    assert not [lead for lead in store.leads() if lead["email"] == "browser.forget@fleetco.com"]
+
+
 def test_math_is_shown_as_written_in_questions_and_answers(page):
     box(page).fill("what is the derivative of sin(x)*x^2")
     page.locator("#send").click()

@@ -21,24 +21,15 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
              "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HEATMAP = "cividis"
-ENTRY_POINT_GROUP = "treadwise.charts"
+ENTRY_POINT_GROUP = "experiments.charts"
 # charts/INDEX_FILE lists the charts as the report shows them: in order, each with its title,
 # caption and whether it had anything to show.
 INDEX_FILE = "charts.json"
 EMPTY = "treadwise-empty-chart"
-# Chart file name -> "module:function"; the modules register their charts on import.
-BUILTIN_CHARTS: dict[str, str] = {
-    "success_heatmap.png": "experiments.analyse.charts.outcomes:success_heatmap",
-    "config_scenario.png": "experiments.analyse.charts.outcomes:config_scenario",
-    "temperature_curves.png": "experiments.analyse.charts.outcomes:temperature_curves",
-    "scenario_success.png": "experiments.analyse.charts.outcomes:scenario_success",
-    "latency_per_call.png": "experiments.analyse.charts.costs:latency_per_call",
-    "cost_vs_success.png": "experiments.analyse.charts.costs:cost_vs_success",
-    "tool_use.png": "experiments.analyse.charts.costs:tool_use",
-    "model_calls.png": "experiments.analyse.charts.costs:model_calls",
-    "errors.png": "experiments.analyse.charts.costs:errors",
-    "persona_style.png": "experiments.analyse.charts.style:persona_style_chart",
-}
+# The charts a reader looks at first, in this order (the report's and the app's); the others
+# follow in the registry's order.
+KEY_CHARTS = ("success_heatmap.png", "config_scenario.png", "scenario_success.png",
+              "temperature_curves.png", "cost_vs_success.png")
 
 
 @dataclass(frozen=True)
@@ -58,7 +49,7 @@ class ChartFile:
     empty: bool = False  # nothing to show: the PNG holds a note saying why
 
 
-CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP, BUILTIN_CHARTS)
+CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP)
 
 
 def chart(name: str, title: str, caption: str) -> Callable[[Callable[..., Any]], Any]:
@@ -116,8 +107,11 @@ def rate_axis(methods: Any) -> str:
 
 
 def registered() -> list[Chart]:
-    """Every chart, built-in and plugged in, its module imported (charts register on import)."""
-    return [item for item in CHARTS.load_all().values() if isinstance(item, Chart)]
+    """Every chart, built-in and plugged in, its module imported (charts register on import),
+    the key charts first."""
+    charts = [item for item in CHARTS.load_all().values() if isinstance(item, Chart)]
+    first = {name: place for place, name in enumerate(KEY_CHARTS)}
+    return sorted(charts, key=lambda c: first.get(c.name, len(first)))
 
 
 def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from experiments.web.runs_tab import run_dir
 from tests.support.webapp import loopback_client, serve_in_process
 from treadwise.settings import Settings
-from treadwise.web.experiments_tab import run_dir
 from treadwise.web.files import PNG_MAGIC
 
 RUN = "20260101-120000-default-abcd"
@@ -82,8 +82,8 @@ def test_a_small_sweep_runs_from_the_page_and_its_results_appear(tmp_path: Path)
 def test_the_page_says_what_the_report_says_when_no_interval_can_be_given(tmp_path: Path):
     """Two scenarios are too few for an interval: the tab's table has the report's words."""
     from experiments.analyse.report import write_report
+    from experiments.web.runs_tab import read_table
     from tests.experiments.run.test_runner import HOURS, sweep, write_grid
-    from treadwise.web.experiments_tab import read_table
 
     other = {**HOURS, "id": "hours_again", "turns": ["When are you open on Saturday?"]}
     made, _ = sweep(write_grid(tmp_path, [HOURS, other]), tmp_path / "results")
@@ -104,8 +104,8 @@ def test_a_database_run_is_listed_reported_and_read_from_another_machines_folder
     """A run kept in PostgreSQL (as a cluster run is with TREADWISE_DATABASE_URL) made on one
     machine: the app's results folder elsewhere has none of its files, yet the tab lists it,
     writes and shows its report, and reads its transcripts from the database."""
+    from experiments.web.runs_tab import ExperimentsTab
     from tests.experiments.run.test_runner import HOURS, sweep, write_grid
-    from treadwise.web.experiments_tab import ExperimentsTab
 
     monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
     made, _ = sweep(write_grid(tmp_path, [HOURS], repeats=2), tmp_path / "elsewhere")
