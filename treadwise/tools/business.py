@@ -185,15 +185,22 @@ class BusinessDesk:
         return worded(FeedbackResult(ref=ref))
 
     def delete_customer_data(self, *, config: RunnableConfig) -> tuple[str, ErasureResult]:
-        """Delete what the customer gave in this conversation (their contact requests and
-        questions) when they withdraw consent or ask to delete or forget their data. Only
-        call it when the customer asks for that themselves.
+        """Delete what the customer gave in this conversation (their contact requests,
+        questions and the conversation itself) when they withdraw consent or ask to delete,
+        erase, remove or forget their data. Only call it when the customer asks for that
+        themselves.
         """
+        from treadwise.privacy.erasure import erase_records, given_addresses, remembered
+
         thread = _thread(config)
         if thread is None:
             return worded(ErasureResult(outcome="no_thread"))
+        # The addresses the customer gave in this conversation are theirs to erase; one typed
+        # only in this request is not (an address is not erased on a visitor's word). The
+        # conversation's memory is erased by the agent once the turn ends.
+        given = given_addresses(remembered(self.context.memory, thread))
         try:
-            erased = self.context.store.forget_thread(thread)
+            erased = erase_records(thread, self.context.store, given)
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't delete anything right now: {exc}.") from exc
         return worded(ErasureResult.of(erased))

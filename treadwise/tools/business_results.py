@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from treadwise.privacy.erasure import ErasureReport
 from treadwise.profile.entities import Section
 from treadwise.storage.leads import Erased
 from treadwise.tools.artifacts import ToolArtifact
@@ -235,7 +236,8 @@ class ErasureResult(ToolArtifact):
     @property
     def deleted(self) -> str:
         """"1 contact request (ana@fleetco.com: fleet pricing) and 2 questions"."""
-        return Erased([lead.model_dump() for lead in self.leads], self.questions).describe()
+        return ErasureReport([lead.model_dump() for lead in self.leads],
+                             self.questions).describe()
 
     @property
     def emails(self) -> list[str]:
@@ -245,9 +247,9 @@ class ErasureResult(ToolArtifact):
         if self.outcome == "no_thread":
             return "Nothing to delete: this conversation has no id, so nothing was stored for it."
         if self.outcome == "nothing":
-            return ("Nothing to delete: no contact request or question was stored from this "
-                    "conversation.")
-        return f"Deleted: {self.deleted}. The text of this chat itself is not deleted by this."
+            return "Nothing to delete: nothing was stored from this conversation."
+        return (f"Deleted: {self.deleted}. What was deleted is gone from the store, and nobody "
+                "will contact the customer.")
 
     def brief(self) -> str:
         return self.outcome.replace("_", " ")
