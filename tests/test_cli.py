@@ -16,7 +16,7 @@ from tests.conftest import REPO
 
 FIELDS = {"answer", "persona", "model", "temperature", "thread_id", "iterations", "llm_calls",
           "tool_calls", "artifacts", "latency_s", "usage", "stopped_by_cap", "error", "routing",
-          "calls"}
+          "calls", "erased"}
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
