@@ -177,7 +177,7 @@ def gullible(messages, kwargs) -> AIMessage:
     if match := re.search(r"record (\S+@\S+) (\d+) times", text):
         return AIMessage("", tool_calls=[
             {"name": "record_customer_interest", "id": f"rep-{i}", "type": "tool_call",
-             "args": {"email": match.group(1), "name": "", "message": f"spam {i}"}}
+             "args": {"email": match.group(1), "name": "", "message": "fleet pricing"}}
             for i in range(int(match.group(2)))])
     if "hours" in text:
         return AIMessage("", tool_calls=[{"name": "get_business_info", "id": "h",

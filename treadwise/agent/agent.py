@@ -155,8 +155,11 @@ class Agent:
         try:
             self.check_input(message)
             mode = check_mode(request.routing or self.settings.routing)
-            context = TurnContext(persona=request.persona, model=self.model(request),
-                                  model_spec=request.model)
+            model = self.model(request)
+            # A model may turn grounding off (local:smollm2?grounding=off, a study's baseline).
+            context = TurnContext(persona=request.persona, model=model,
+                                  model_spec=request.model,
+                                  grounding=getattr(model, "grounding", "on") != "off")
             graph, answer_nodes = self.graph_for(strategy), get_strategy(strategy).answer_nodes
         except ValueError as exc:
             known = isinstance(exc, InputRejected | ModelConfigError)

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 
-from treadwise.agent import policy, routing
+from treadwise.agent import answer_check, argument_check, policy, routing
 from treadwise.agent.calls import count_reply, recorded
 from treadwise.agent.routing import EMPTY_REPLY_NUDGE, Route
 from treadwise.agent.state import TurnContext
@@ -32,6 +32,9 @@ from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.tools.artifacts import ToolArtifact, words_of
 
 HISTORY_TURNS = 20
+# Stages whose words are the customer's answer: after a grounding refusal they give the
+# refusal's honest reply instead of words that cannot rest on a grounded result.
+ANSWER_STAGES = frozenset({"write", "act"})
 
 
 def format_tool_error(error: Exception) -> str:
@@ -43,15 +46,31 @@ def format_tool_error(error: Exception) -> str:
     return f"Error: {type(error).__name__}: {redact(str(error))[:300]}"
 
 
+def _turn_context(request: ToolCallRequest) -> TurnContext | None:
+    context = getattr(getattr(request, "runtime", None), "context", None)
+    return context if isinstance(context, TurnContext) else None
+
+
 def _guarded(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]) -> Any:
-    """Runs one tool call unless a policy refuses it, and records how long it took."""
+    """Runs one tool call unless a policy refuses it (consent, then grounding: values the
+    conversation does not hold), keeps its result only if it answers what was asked, and
+    records how long it took."""
     call = request.tool_call
-    refusal = policy.refusal(call, (request.state or {}).get("messages", []))
+    messages = (request.state or {}).get("messages", [])
+    refusal = policy.refusal(call, messages)
     if refusal:
         return ToolMessage(refusal, tool_call_id=call["id"] or "", name=call["name"],
                            status="error")
+    context = _turn_context(request)
+    grounded = context is None or context.grounding
+    persona = context.persona if context is not None else None
+    if grounded and (invented := argument_check.unfounded_refusal(call, messages, persona)):
+        return argument_check.refusal_result(call, invented, "unfounded")
     started = time.perf_counter()
     result = execute(request)
+    if grounded and isinstance(result, ToolMessage) and result.status != "error" and \
+            (wrong := answer_check.mismatch(result, messages, persona)):
+        return argument_check.refusal_result(call, wrong, "mismatch")
     if isinstance(result, ToolMessage):
         if isinstance(result.content, str):
             result.content = redact(result.content)  # tool results go to memory as they are
@@ -267,7 +286,12 @@ class Kit:
             model = model.bind(stage=stage)
         if accepts_persona(context.model):
             model = model.bind(persona=context.persona)
+        honest = context.grounding and (stage is None or stage in ANSWER_STAGES)
+        if honest and (settled := argument_check.honest_end(prompt)) is not None:
+            return answer_message(settled, calls=0, capped=False)
         with recorded(stage or "reason", groups, len(tools)) as record:
             response = model.invoke(prompt)
             count_reply(record, prompt, response)
+        if honest and (instead := argument_check.instead_of(response, prompt)) is not None:
+            response = response.model_copy(update={"content": instead})
         return clean(response, final)

@@ -43,3 +43,6 @@ class TurnContext:
     model_spec: str
     # The tool groups the turn starts with and the prompt it uses (the default binds all).
     route: Route = Route()
+    # Tool arguments held to the conversation and results to the question (agent/
+    # argument_check.py); off only for a model that says so (a local study's baseline).
+    grounding: bool = True

@@ -1,0 +1,188 @@
+"""Does a tool result answer what was asked? Its artifact says what it computed or looked up
+(the operation and its operands, the city, the vehicle); the customer's latest message says
+what was asked. A result that answers a different question is not given to the model as an
+answer: the grounding guard turns it into a refusal (agent/argument_check.py).
+
+What counts: a math result's operation must be one the clause it answers names (in words or
+symbols; a follow-up that names none takes the message before), every number that clause
+writes must be one of its operands (15% may be 0.15), and a clause that uses "the result"
+must use an earlier result of the turn; a service check must be for the place and service the
+message names, a tire recommendation for the vehicle and driving it names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.messages import AnyMessage, ToolMessage
+
+from treadwise.agent.argument_check import say
+from treadwise.conversation import current_turn
+from treadwise.evidence import numbers
+from treadwise.evidence.clauses import BACK_REFERENCE, clauses
+from treadwise.evidence.conversation import Evidence
+from treadwise.privacy.consent import Refusal
+from treadwise.tools.artifacts import artifact_of
+from treadwise.tools.business_results import ServiceAvailability, TireRecommendation
+from treadwise.tools.math_results import Calculation, calculation_of
+
+_ADD = r"\bplus\b|\badd\w*|\bsum\b|\btotal\b|\+|\bmore than\b|\bincrease\w*|\baltogether\b"
+_SUBTRACT = (r"\bminus\b|\bsubtract\w*|\bless\b|\btake away\b|\bdifference\b|-|\bdecrease\w*"
+             r"|\bfewer\b|\bdeduct\w*|\bleft\b|\bremain\w*|\bnegative\b")
+_MULTIPLY = (r"\btimes\b|\bmultipl\w*|\bproduct\b|[×*·]|\bof\b|\bdouble\b|\btwice\b"
+             r"|\btriple\b|\d\s*x\s*\d|\bpercent\w*|%|\bper\b|\beach\b|\bevery\b")
+_DIVIDE = (r"\bdivid\w*|\bover\b|\bper\b|÷|/|\bratio\b|\bhal(?:f|ve)\b|\bquarter\b|\bthird\b"
+           r"|\bsplit\b|\bshare\w*|\bpercent\w*|%|\baverage\b|\bmean\b|\bfraction\b")
+_POWER = (r"\bpower\b|\^|\*\*|\bsquared?\b|\bcubed?\b|[²³]|\bexponent\w*|\braise\w*"
+          r"|\bto the \w+(?:st|nd|rd|th)\b|\broot\b|√|\bsqrt\b")
+CUES: dict[str, str] = {
+    "add": _ADD, "subtract": _SUBTRACT, "multiply": _MULTIPLY, "divide": _DIVIDE,
+    "power": _POWER,
+    "square": r"\bsquared\b|\bsquare\b(?!\s*roots?)|²|\^\s*2\b|\*\*\s*2\b|\btimes itself\b",
+    "square_root": r"\broots?\b|\bsqrt\b|√",
+    "integrate": r"\bintegra\w*|\bantideriv\w*|\barea\b|∫|\bprimitive\b",
+    "differentiate": (r"\bderiv\w*|\bdifferentiat\w*|\bd/d|\bslope\b|\brate of change\b"
+                      r"|\btangent\b|'"),
+    "solve_equation": (r"\bsolv\w*|=|\broots?\b|\bzeros?\b|\bfind [a-z]\b|\bvalue of [a-z]\b"
+                       r"|\bfor [a-z]\b|\bequations?\b|\bintersect\w*"),
+    "analyze_function": (r"\banaly[sz]\w*|\bdomain\b|\bcritical\b|\bextrem\w*|\bmaxim\w*"
+                         r"|\bminim\w*|\broots?\b|\bzeros?\b|\bbehaviou?r\b|\bincreas\w*"
+                         r"|\bdecreas\w*|\binflection\b|\basymptot\w*|\bstudy\b"),
+    "limit": r"\blimit\w*|\blim\b|\bapproach\w*|\btends?\b|\bgoes to\b|→|->",
+    "plot_area": r"\bplot\w*|\bgraph\w*|\bdraw\w*|\bsketch\w*|\bshad\w*|\barea\b|\bpicture\b",
+}
+# Operators of a calculated expression and the words that ask for them.
+OPERATOR_CUES = {"+": _ADD, "-": _SUBTRACT, "*": _MULTIPLY, "/": _DIVIDE, "^": _POWER,
+                 "%": r"%|\bpercent\w*"}
+DONE = {"add": "an addition", "subtract": "a subtraction", "multiply": "a multiplication",
+        "divide": "a division", "power": "a power", "square": "a square",
+        "square_root": "a square root", "integrate": "an integral",
+        "differentiate": "a derivative", "solve_equation": "an equation",
+        "analyze_function": "a function analysis", "limit": "a limit", "plot_area": "a plot",
+        "calculate": "a calculation", "+": "an addition", "-": "a subtraction",
+        "*": "a multiplication", "/": "a division", "^": "a power", "%": "a percentage"}
+
+
+def _said(pattern: str, *texts: str) -> bool:
+    return any(re.search(pattern, text, re.IGNORECASE) for text in texts)
+
+
+def _operand_values(found: Calculation) -> list[float]:
+    values: list[float] = []
+    for value in found.operands.values():
+        if (number := numbers.number_of(value)) is not None:
+            values.append(number)
+        elif isinstance(value, str):
+            values += numbers.numerals(value)
+    return values
+
+
+def _used(wanted: float, used: Iterable[float]) -> bool:
+    """A number of the question is among a call's operands (as a percent too: 15% as 0.15)."""
+    forms = (wanted, -wanted, wanted / 100, 1 + wanted / 100, 1 - wanted / 100)
+    return any(numbers.matches(u, forms) for u in used)
+
+
+def _operators(expression: str) -> list[str]:
+    """The binary operators of an expression ("-3 + x" has only +)."""
+    text = expression.replace("**", "^").replace(" ", "")
+    found = []
+    for i, char in enumerate(text):
+        if char in "+-*/^%" and not (char in "+-" and (i == 0 or text[i - 1] in "(+-*/^,=")):
+            found.append(char)
+    return list(dict.fromkeys(found))
+
+
+def _clause(text: str, used: list[float], earlier: bool, operation: str) -> str:
+    """The clause of the message a call answers: the one whose numbers it uses most; else one
+    that uses an earlier result, or one that names its operation."""
+    parts = clauses(text) or [text]
+    scored = [(sum(_used(w, used) for w in numbers.written(p)), p) for p in parts]
+    best = max(scored, key=lambda s: s[0])
+    if best[0]:
+        return best[1]
+    if earlier and (refers := [p for p in parts[1:] if BACK_REFERENCE.search(p)]):
+        return refers[0]
+    named = [p for p in parts if _said(CUES.get(operation, r"$^"), p)]
+    return named[0] if named else text
+
+
+def _math_problems(found: Calculation, messages: Sequence[AnyMessage],
+                   result: ToolMessage) -> list[str]:
+    said = Evidence.of(messages).said
+    latest = said[-1] if said else ""
+    before = [m for m in current_turn(messages) if isinstance(m, ToolMessage)
+              and m.status != "error" and m is not result and m.id != result.id]
+    earlier = [v for m in before if (c := calculation_of(m)) for v in
+               (numbers.number_of(c.exact), c.approx) if v is not None]
+    used = _operand_values(found)
+    uses_earlier = any(numbers.matches(u, earlier) for u in used)
+    clause = _clause(latest, used, uses_earlier, found.operation)
+    problems: list[str] = []
+    # A follow-up that names no operation ("what about from 0 to 6?") continues the one before.
+    named_any = _said("|".join(CUES.values()), clause)
+    where = (clause,) if named_any else (clause, *said[-2:-1])
+    wanted = [found.operation] if found.operation in CUES else \
+        _operators(str(found.operands.get("expression", ""))) \
+        if found.operation == "calculate" else []
+    for operation in wanted:
+        cue = CUES.get(operation) or OPERATOR_CUES.get(operation, r"$^")
+        if not _said(cue, *where):
+            problems.append(f"I worked out {DONE.get(operation, 'a different calculation')}, "
+                            "which your question doesn't ask for")
+            break
+    left = [w for w in numbers.written(clause) if not _used(w, used)
+            and not (uses_earlier and numbers.matches(w, earlier))]
+    if left:
+        problems.append(f"I left out {numbers.as_json(left[0])}")
+    if BACK_REFERENCE.search(clause) and before and earlier and not uses_earlier \
+            and clause != (clauses(latest) or [latest])[0]:
+        problems.append("I didn't use the result of the step before")
+    return problems
+
+
+def _place_problems(found: ServiceAvailability, latest: str) -> list[str]:
+    asked = Evidence((latest,))
+    problems = []
+    place = found.city or found.location
+    if asked.places and not asked.holds_place(place):
+        problems.append(f"I checked {place}, not {asked.places[0]}")
+    if asked.services and found.service and found.service not in asked.services:
+        problems.append(f"I checked {found.label or found.service}, not the service you named")
+    return problems
+
+
+def _tire_problems(found: TireRecommendation, latest: str) -> list[str]:
+    asked = Evidence((latest,))
+    if asked.vehicles and found.vehicle and found.vehicle not in asked.vehicles:
+        return [f"I looked up tires for {found.vehicle}, not for {asked.vehicles[0]}"]
+    if asked.usages and found.use and found.use not in asked.usages:
+        return [f"I looked up {found.use} driving, not {asked.usages[0]}"]
+    return []
+
+
+def problems(result: ToolMessage, messages: Sequence[AnyMessage]) -> list[str]:
+    """What keeps this result from answering the customer's latest message (empty: it does)."""
+    found = artifact_of(result)
+    latest = Evidence.of(messages).latest
+    if isinstance(found, Calculation):
+        return _math_problems(found, messages, result)
+    if isinstance(found, ServiceAvailability):
+        return _place_problems(found, latest)
+    if isinstance(found, TireRecommendation):
+        return _tire_problems(found, latest)
+    return []
+
+
+def mismatch(result: ToolMessage, messages: Sequence[AnyMessage],
+             persona: Any = None) -> Refusal | None:
+    """Why this result does not answer what was asked, or None when it does."""
+    found = problems(result, messages)
+    if not found:
+        return None
+    return Refusal(f"the result of {result.name} does not answer the customer's question: "
+                   f"{'; '.join(found)}. Call the tool that answers exactly what was asked, "
+                   "with the customer's own values, or say what you could not do.",
+                   say("mismatch", persona, problem="; ".join(found)))
