@@ -45,7 +45,7 @@ CHUNK = 10
 
 
 @pytest.fixture(scope="module")
-def tools(tmp_path_factory):
+def tools(tmp_path_factory, local_model):
     return {t.name: t for t in get_tools("math", "business",
                                          context=ToolContext(tmp_path_factory.mktemp("t")))}
 
@@ -94,7 +94,8 @@ ASKS = [("Add 5 and 4", "add", "9"), ("What is 7 times 8?", "multiply", "56"),
 # A hang guard for a busy machine, not a speed goal.
 @pytest.mark.timeout(900)
 def test_with_its_default_settings_the_cli_calls_the_right_tool_and_answers_right(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        local_model: str) -> None:
     monkeypatch.setenv("TREADWISE_TIMEOUT_S", "300")
     right = []
     for message, tool, expected in ASKS:
