@@ -47,8 +47,16 @@ def test_a_sum_binds_the_arithmetic_tools_and_a_tire_question_the_business_ones(
     assert math.routing == {"mode": "on", "toolsets": ["arithmetic"]}
 
 
+class UngroundedModel(ScriptedModel):
+    """A model that turns the grounding guard off, as a study's baseline arm does."""
+
+    grounding: str = "off"
+
+
 def test_a_tool_outside_the_bound_ones_still_runs_and_widens_the_next_call(agent):
-    model = ScriptedModel(script=[call("add", a=2, b=3), AIMessage("It is 5.")])
+    # Numbers nobody typed would be refused by the grounding guard (tests/agent/
+    # test_argument_grounding.py); this test is about routing, so the guard is off.
+    model = UngroundedModel(script=[call("add", a=2, b=3), AIMessage("It is 5.")])
     agent.injected_models["scripted"] = model
     result = agent.run("What are your opening hours?", model="scripted")
     assert bound(model, 0) == BUSINESS

@@ -66,10 +66,11 @@ BROKEN = AIMessage("", invalid_tool_calls=[{"name": "lookup", "args": '{"term": 
 EMPTY = AIMessage("")
 
 
-def run(data_dir, model, strategy: str, tools=(lookup,), **settings):
+def run(data_dir, model, strategy: str, tools=(lookup,), message="What does tread mean?",
+        **settings):
     agent = Agent(Settings(data_dir=data_dir, **settings), tools=list(tools),
                   models={"scripted": model})
-    return agent.run("What does tread mean?", model="scripted", strategy=strategy)
+    return agent.run(message, model="scripted", strategy=strategy)
 
 
 def stage_names(result) -> list[str]:
@@ -150,6 +151,8 @@ def test_think_write_holds_its_budget_when_every_stage_misbehaves(data_dir):
 
 
 PROGRAM = AIMessage("```python\na = 5 + 4\nb = a**2\nb\n```")
+# A program's numbers must be the customer's (the grounding guard refuses invented ones).
+CHAINED = "What does tread mean, and what is 5 + 4, squared?"
 
 
 def test_self_consistency_attempts_vote_and_write(data_dir):
@@ -159,7 +162,7 @@ def test_self_consistency_attempts_vote_and_write(data_dir):
                      attempt_steps=[AIMessage("Step 1: 5 + 4 = 9\nStep 2: 81\nFinal answer: 81")],
                      attempt_program=[PROGRAM],
                      write=[AIMessage("The answer is 81.")])
-    result = run(data_dir, model, "self-consistency")
+    result = run(data_dir, model, "self-consistency", message=CHAINED)
     # The planner's favourite approach goes first.
     assert seen(model) == ["plan", "attempt-program", "attempt-react", "attempt-react",
                           "attempt-steps", "write"]
@@ -183,10 +186,10 @@ def test_self_consistency_corrects_once_without_a_majority(data_dir):
     model = by_stage(plan=[AIMessage("Problem type: arithmetic")],
                      attempt_react=[call(), AIMessage("It means 81.\nFinal answer: 81")],
                      attempt_steps=[AIMessage("Final answer: 79")],
-                     attempt_program=[AIMessage("```python\na = 79 + 1\na\n```")],
+                     attempt_program=[AIMessage("```python\na = 5 * 4 * 4\na\n```")],
                      correct=[AIMessage("The glossary attempt is right.\nFinal answer: 81")],
                      write=[AIMessage("It is 81.")])
-    result = run(data_dir, model, "self-consistency")
+    result = run(data_dir, model, "self-consistency", message=CHAINED)
     assert stage_names(result) == ["plan", "attempt", "attempt", "attempt", "vote", "correct",
                                    "write"]
     vote = result.strategy["vote"]
@@ -243,7 +246,7 @@ def test_self_consistency_holds_its_budget_when_every_stage_misbehaves(data_dir)
 def test_self_consistency_k_approaches_and_budget_are_settings(data_dir):
     model = by_stage(plan=[AIMessage("Problem type: arithmetic")],
                      attempt_program=[PROGRAM], write=[AIMessage("81.")])
-    result = run(data_dir, model, "self-consistency", consistency_k=5,
+    result = run(data_dir, model, "self-consistency", message=CHAINED, consistency_k=5,
                  consistency_approaches=("program",), consistency_budget=5)
     # plan + 2 attempts leave the two reserved calls (correction, write) untouched
     assert [a["approach"] for a in result.strategy["attempts"]] == ["program", "program"]

@@ -51,7 +51,9 @@ CUES: dict[str, str] = {
                          r"|\bminim\w*|\broots?\b|\bzeros?\b|\bbehaviou?r\b|\bincreas\w*"
                          r"|\bdecreas\w*|\binflection\b|\basymptot\w*|\bstudy\b"),
     "limit": r"\blimit\w*|\blim\b|\bapproach\w*|\btends?\b|\bgoes to\b|→|->",
-    "plot_area": r"\bplot\w*|\bgraph\w*|\bdraw\w*|\bsketch\w*|\bshad\w*|\barea\b|\bpicture\b",
+    # A definite integral's picture is part of its answer (the area under the curve).
+    "plot_area": (r"\bplot\w*|\bgraph\w*|\bdraw\w*|\bsketch\w*|\bshad\w*|\barea\b|\bpicture\b"
+                  r"|\bintegra\w*|∫"),
 }
 # Operators of a calculated expression and the words that ask for them.
 OPERATOR_CUES = {"+": _ADD, "-": _SUBTRACT, "*": _MULTIPLY, "/": _DIVIDE, "^": _POWER,

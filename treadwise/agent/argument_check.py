@@ -77,7 +77,8 @@ def unfounded_refusal(call: ToolCall, messages: Sequence[AnyMessage],
 
 def _reason(tool: str, missing: list[Unfounded], evidence: Evidence) -> str:
     said = "; ".join(f"{m.argument}={m.value!r}: {_hint(m.kind, evidence)}" for m in missing)
-    return (f"{tool} was not run: {_listed([m.describe() for m in missing])} appears nowhere "
+    verb = "appears" if len(missing) == 1 else "appear"
+    return (f"{tool} was not run: {_listed([m.describe() for m in missing])} {verb} nowhere "
             "in the customer's messages or earlier tool results, and no declared rule "
             "(percent as a fraction, number words, pi and e, roots as powers, unit "
             "conversions, the business profile's synonyms) derives it. Call again with "

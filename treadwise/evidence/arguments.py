@@ -52,7 +52,8 @@ _WORD = re.compile(r"[0-9a-z]+")
 
 
 def declare(tool: str, **kinds: str) -> None:
-    """Hold a (plugin's) tool's arguments to the conversation: ``declare("quote", qty="number")``."""
+    """Hold a (plugin's) tool's arguments to the conversation:
+    ``declare("quote", qty="number")``."""
     KINDS[tool] = dict(kinds)
 
 
@@ -111,7 +112,8 @@ def _invented(kind: str, value: Any, evidence: Evidence) -> list[str]:
 
 
 def _numbers_in(text: str) -> list[str]:
-    return re.findall(r"\d+(?:\.\d+)?", text)
+    # Digits inside a name (r1, x2) are part of the name, not a number.
+    return re.findall(r"(?<![\w.])\d+(?:\.\d+)?", text)
 
 
 def _invented_number(kind: str, value: Any, evidence: Evidence) -> list[str]:

@@ -26,7 +26,8 @@ SPELLINGS: dict[str, str] = {
     "abs": r"\babs\b|\babsolute\b|\|", "Abs": r"\babs\b|\babsolute\b|\|",
     "factorial": r"\bfactorial\w*|\d\s*!", "floor": r"\bfloor\b|\bround\w* down\b",
     "ceiling": r"\bceil\w*|\bround\w* up\b", "gamma": r"\bgamma\b",
-    "pi": r"\bpi\b|π", "e": r"(?<![\w.])e(?!\w)|\be\s*\^|\beuler|\bexp\b", "E": r"(?<![\w.])e(?!\w)",
+    "pi": r"\bpi\b|π", "e": r"(?<![\w.])e(?!\w)|\be\s*\^|\beuler|\bexp\b",
+    "E": r"(?<![\w.])e(?!\w)",
     "oo": r"\binfinit\w*|∞|\boo\b|\binf\b", "inf": r"\binfinit\w*|∞|\boo\b|\binf\b",
     "I": r"\bimaginary\b|\bsqrt\(\s*-|√\s*-", "of": r"%\s*of\b|\bpercent of\b",
 }
@@ -36,6 +37,7 @@ _TOKEN = re.compile(r"(?P<num>\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?|\.\d+)"
 # Single letters a message uses as variables: "x^2", "2x", "f(x)", "dx", "solve for y".
 _VARIABLE = re.compile(r"(?<![A-Za-z])([a-z])(?![A-Za-z])")
 OPERATORS = "+-*/^()., =!%"
+_SUPERSCRIPT_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 
 
 def variables(evidence: Evidence) -> tuple[str, ...]:
@@ -66,12 +68,17 @@ def missing_symbols(expression: str, evidence: Evidence) -> list[str]:
     """The numbers and names of ``expression`` the conversation does not hold (empty when it
     is built from the conversation's own symbols)."""
     known_names = {*variables(evidence), *names(evidence)}
+    typed = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", evidence.text))
     missing: list[str] = []
-    for match in _TOKEN.finditer(expression.translate(numbers.SUPERSCRIPTS)):
+    # x² is x to the power 2: the superscript is a number of its own, not part of a name.
+    powered = _SUPERSCRIPT_RUN.sub(lambda m: "^" + m.group().translate(numbers.SUPERSCRIPTS),
+                                   expression)
+    for match in _TOKEN.finditer(powered):
         kind, token = match.lastgroup, match.group()
         if kind == "num" and not _number_ok(token.replace(" ", ""), evidence):
             missing.append(token)
-        elif kind == "name" and token not in known_names and not _split_ok(token, known_names):
+        elif kind == "name" and token not in known_names and token not in typed \
+                and not _split_ok(token, known_names):
             missing.append(token)
     return list(dict.fromkeys(missing))
 

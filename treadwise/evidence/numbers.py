@@ -202,4 +202,5 @@ def matches(value: float, grounded: Iterable[float]) -> bool:
 
 def as_json(value: float) -> int | float:
     """How a grounded value is written as a JSON argument: 81, not 81.0."""
+    value = float(value)  # word values are ints, and int.is_integer is Python 3.12's
     return int(value) if value.is_integer() and abs(value) < 1e15 else value
