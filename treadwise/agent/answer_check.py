@@ -90,6 +90,8 @@ def _used(wanted: float, used: Iterable[float]) -> bool:
 def _operators(expression: str) -> list[str]:
     """The binary operators of an expression ("-3 + x" has only +)."""
     text = expression.replace("**", "^").replace(" ", "")
+    # A power's exponent is the power's own: x^(1/2) is a root, not a division.
+    text = re.sub(r"\^\([^()]*\)", "^1", text)
     found = []
     for i, char in enumerate(text):
         if char in "+-*/^%" and not (char in "+-" and (i == 0 or text[i - 1] in "(+-*/^,=")):

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 
-from treadwise.agent import answer_check, argument_check, policy, routing
+from treadwise.agent import answer_check, argument_check, policy, routing, tool_errors
 from treadwise.agent.calls import count_reply, recorded
 from treadwise.agent.routing import EMPTY_REPLY_NUDGE, Route
 from treadwise.agent.state import TurnContext
@@ -292,6 +292,8 @@ class Kit:
         with recorded(stage or "reason", groups, len(tools)) as record:
             response = model.invoke(prompt)
             count_reply(record, prompt, response)
-        if honest and (instead := argument_check.instead_of(response, prompt)) is not None:
+        if honest and ((instead := argument_check.instead_of(response, prompt)) is not None or
+                       (instead := tool_errors.in_voice(response, prompt, context.persona))
+                       is not None):
             response = response.model_copy(update={"content": instead})
         return clean(response, final)

@@ -46,7 +46,7 @@ DESCRIBED = {"number": "the number", "bound": "the bound", "order": "the order",
              "program": "the program", "topic": "the topic", "vehicle": "the vehicle",
              "usage": "the kind of driving", "place": "the city", "service": "the service",
              "email": "the e-mail address", "earlier_email": "the earlier e-mail address",
-             "name": "the name", "request": "the request", "words": "the question"}
+             "name": "the name", "request": "the detail", "words": "the question"}
 # The lead request's facts: quantities, vehicles, places and services must be the customer's.
 _WORD = re.compile(r"[0-9a-z]+")
 
@@ -146,13 +146,11 @@ def request_facts(text: str, evidence: Evidence) -> list[str]:
     services must all be theirs (the wording may be the model's)."""
     invented = [t for t in _numbers_in(text) if not evidence.holds_number(float(t))]
     catalogue, coverage = profile.load_tire_catalogue(), profile.load_coverage()
-    invented += [phrase for name, phrase, *_ in catalogue.vehicles.find_spans(text)
-                 if name not in evidence.vehicles]
-    invented += [phrase for name, phrase, *_ in coverage.services.find_spans(text)
-                 if name not in evidence.services]
-    for vocabulary in (coverage.places, coverage.other_places):
-        invented += [phrase for name, phrase, *_ in vocabulary.find_spans(text)
-                     if name not in evidence.places]
+    cleaned = profile.clean_text(text)
+    invented += [cleaned[start:end] for vocabulary, known in (
+        (catalogue.vehicles, evidence.vehicles), (coverage.services, evidence.services),
+        (coverage.places, evidence.places), (coverage.other_places, evidence.places))
+        for name, _, start, end in vocabulary.find_spans(text) if name not in known]
     return list(dict.fromkeys(invented))
 
 
