@@ -71,7 +71,8 @@ def test_a_city_nobody_named_is_not_checked_and_the_reply_asks_for_the_city(data
 
 def test_a_business_profile_synonym_of_a_named_city_is_grounded(data_dir):
     model = ScriptedModel(script=[
-        call("check_service_availability", location="Denver", service_type="mobile tire installation"),
+        call("check_service_availability", location="Denver",
+             service_type="mobile tire installation"),
         AIMessage("Yes, we install tires in Denver.")])
     result = agent_for(data_dir, model).run(
         "Can you come put new tires on my car in denver?", model="scripted")

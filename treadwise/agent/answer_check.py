@@ -55,6 +55,8 @@ CUES: dict[str, str] = {
     "plot_area": (r"\bplot\w*|\bgraph\w*|\bdraw\w*|\bsketch\w*|\bshad\w*|\barea\b|\bpicture\b"
                   r"|\bintegra\w*|∫"),
 }
+# A message that carries on from the one before ("what about from 0 to 6?").
+FOLLOW_UP = re.compile(r"^\s*(?:and|what about|how about|now|same|instead|also|or)\b", re.I)
 # Operators of a calculated expression and the words that ask for them.
 OPERATOR_CUES = {"+": _ADD, "-": _SUBTRACT, "*": _MULTIPLY, "/": _DIVIDE, "^": _POWER,
                  "%": r"%|\bpercent\w*"}
@@ -125,19 +127,24 @@ def _math_problems(found: Calculation, messages: Sequence[AnyMessage],
     uses_earlier = any(numbers.matches(u, earlier) for u in used)
     clause = _clause(latest, used, uses_earlier, found.operation)
     problems: list[str] = []
-    # A follow-up that names no operation ("what about from 0 to 6?") continues the one before.
-    named_any = _said("|".join(CUES.values()), clause)
-    where = (clause,) if named_any else (clause, *said[-2:-1])
+    # A follow-up that names no operation ("what about from 0 to 6?") continues the one before;
+    # a question that names none at all ("6 tims 7") cannot be held to one.
+    every_cue = "|".join([*CUES.values(), *OPERATOR_CUES.values()])
+    previous = tuple(said[-2:-1]) if FOLLOW_UP.search(latest) else ()
+    where = next((texts for texts in ((clause, latest), previous)
+                  if texts and _said(every_cue, *texts)), ())
     wanted = [found.operation] if found.operation in CUES else \
         _operators(str(found.operands.get("expression", ""))) \
         if found.operation == "calculate" else []
-    for operation in wanted:
+    for operation in wanted if where else []:
         cue = CUES.get(operation) or OPERATOR_CUES.get(operation, r"$^")
         if not _said(cue, *where):
             problems.append(f"I worked out {DONE.get(operation, 'a different calculation')}, "
                             "which your question doesn't ask for")
             break
-    left = [w for w in numbers.written(clause) if not _used(w, used)
+    # "the first one", "that one": the word one is seldom an operand.
+    asked = [*numbers.numerals(clause), *(w for w in numbers.word_numbers(clause) if w != 1)]
+    left = [w for w in asked if not _used(w, used)
             and not (uses_earlier and numbers.matches(w, earlier))]
     if left:
         problems.append(f"I left out {numbers.as_json(left[0])}")

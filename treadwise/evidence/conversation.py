@@ -130,10 +130,13 @@ class Evidence:
     def holds_place(self, value: str) -> bool:
         coverage = profile.load_coverage()
         name = coverage.places.normalise(value) or coverage.other_places.normalise(value)
-        if name is not None:
-            return name in self.places
+        if name is not None and name in self.places:
+            return True
+        # A town the profile does not know counts when the customer typed it ("Smallville"
+        # as the answer to "Which city?").
         cleaned = profile.clean_text(value)
-        return bool(cleaned) and any(profile.clean_text(p) == cleaned for p in self.places)
+        return bool(cleaned) and (any(profile.clean_text(p) == cleaned for p in self.places)
+                                  or self.says(value))
 
     @cached_property
     def services(self) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ SPELLINGS: dict[str, str] = {
     "pi": r"\bpi\b|π", "e": r"(?<![\w.])e(?!\w)|\be\s*\^|\beuler|\bexp\b",
     "E": r"(?<![\w.])e(?!\w)",
     "oo": r"\binfinit\w*|∞|\boo\b|\binf\b", "inf": r"\binfinit\w*|∞|\boo\b|\binf\b",
-    "I": r"\bimaginary\b|\bsqrt\(\s*-|√\s*-", "of": r"%\s*of\b|\bpercent of\b",
+    "I": r"\bimaginary\b|\bsqrt\(\s*-|√\s*-", "of": r"%|\bpercent\b",
 }
 FUNCTIONS = tuple(SPELLINGS)
 _TOKEN = re.compile(r"(?P<num>\d+(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?|\.\d+)"

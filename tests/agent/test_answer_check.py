@@ -1,0 +1,91 @@
+"""A result is given as the answer only when it answers the question asked (issue 36): the
+operation and its operands, the city asked about; otherwise one retry, then an honest reply.
+Two-step asks use the first step's result as the second step's operand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from treadwise.agent import Agent
+from treadwise.settings import Settings
+from treadwise.testing.fakes import ScriptedModel
+
+
+def call(tool: str, n: int = 0, **args) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": tool, "args": args, "id": f"c-{tool}-{n}",
+                                      "type": "tool_call"}])
+
+
+def agent_for(data_dir: Path, model: ScriptedModel) -> Agent:
+    return Agent(Settings(data_dir=data_dir), toolsets=("math", "business"),
+                 models={"scripted": model})
+
+
+def quoting(messages, kwargs) -> AIMessage:
+    """A model that states whatever the last tool result says, refusals included."""
+    last = [m for m in messages if isinstance(m, ToolMessage)][-1]
+    return AIMessage(f"Here you go! {last.text}")
+
+
+def test_the_wrong_operation_on_the_right_number_is_not_the_answer(data_dir):
+    model = ScriptedModel(script=[call("square", x=81), call("square", 1, x=81), quoting])
+    result = agent_for(data_dir, model).run("What is the square root of 81?", model="scripted")
+    assert "6561" not in result.answer
+    assert "square" in result.answer and "match" in result.answer  # what it could not do
+
+
+def test_a_mismatch_gets_one_retry_that_can_put_it_right(data_dir):
+    model = ScriptedModel(script=[call("square", x=81), call("square_root", 1, x=81), quoting])
+    result = agent_for(data_dir, model).run("What is the square root of 81?", model="scripted")
+    refusal = [m for m in model.calls[1][0] if isinstance(m, ToolMessage)][-1]
+    assert "does not answer" in refusal.text  # the model is told why
+    assert result.answer.endswith("= 9") and "6561" not in result.answer
+
+
+def test_a_percentage_that_leaves_out_the_amount_is_not_the_answer(data_dir):
+    # SmolLM2: "Calculate 15% of 240" -> "Here you go! 15% = 0.15."
+    model = ScriptedModel(script=[call("calculate", expression="15%"),
+                                  call("calculate", 1, expression="15%"), quoting])
+    result = agent_for(data_dir, model).run("Calculate 15% of 240", model="scripted")
+    assert "0.15" not in result.answer and "240" in result.answer
+
+
+def test_a_check_for_an_earlier_city_does_not_answer_for_the_city_asked(data_dir):
+    model = ScriptedModel(script=[
+        call("check_service_availability", location="Boise", service_type="any"), quoting])
+    agent = agent_for(data_dir, model)
+    agent.run("I used to live in Boise.", model="scripted", thread_id="t")
+    model.script[:] = [call("check_service_availability", 1, location="Boise",
+                            service_type="any"),
+                       call("check_service_availability", 2, location="Boise",
+                            service_type="any"), quoting]
+    result = agent.run("Do you come out to Denver?", model="scripted", thread_id="t")
+    assert "Boise" in result.answer and "Denver" in result.answer
+    assert "match" in result.answer or "not" in result.answer
+
+
+def test_two_steps_use_the_first_result_as_the_second_operand(data_dir):
+    model = ScriptedModel(script=[call("add", a=5, b=4), call("square", 1, x=9), quoting])
+    result = agent_for(data_dir, model).run("Add 5 and 4, then square the result",
+                                            model="scripted")
+    assert [s.error for s in result.tool_calls] == [None, None]
+    assert result.answer.endswith("= 81")
+
+
+def test_invented_operands_of_a_two_step_ask_are_refused(data_dir):
+    # SmolLM2: "Add 5 and 4, then square the result" -> add(15, 9) -> "15 + 9 = 24".
+    model = ScriptedModel(script=[call("add", a=15, b=9), call("add", 1, a=15, b=9), quoting])
+    result = agent_for(data_dir, model).run("Add 5 and 4, then square the result",
+                                            model="scripted")
+    assert "24" not in result.answer and "15" in result.answer
+    assert all(s.error for s in result.tool_calls)
+
+
+def test_a_second_step_that_ignores_the_first_result_is_not_the_answer(data_dir):
+    model = ScriptedModel(script=[call("add", a=5, b=4), call("square", 1, x=5),
+                                  call("square", 2, x=5), quoting])
+    result = agent_for(data_dir, model).run("Add 5 and 4, then square the result",
+                                            model="scripted")
+    assert "= 25" not in result.answer
