@@ -28,9 +28,11 @@ from treadwise.tools.artifacts import artifact_of
 from treadwise.tools.business_results import ServiceAvailability, TireRecommendation
 from treadwise.tools.math_results import Calculation, calculation_of
 
-_ADD = r"\bplus\b|\badd\w*|\bsum\b|\btotal\b|\+|\bmore than\b|\bincrease\w*|\baltogether\b"
+_ADD = (r"\bplus\b|\badd\w*|\bsum\b|\btotal\b|\+|\bmore than\b|\bincrease\w*|\baltogether\b"
+        r"|\bmark\s?up\b|\btax\b|\btip\b|\bsurcharge\b")
 _SUBTRACT = (r"\bminus\b|\bsubtract\w*|\bless\b|\btake away\b|\bdifference\b|-|\bdecrease\w*"
-             r"|\bfewer\b|\bdeduct\w*|\bleft\b|\bremain\w*|\bnegative\b")
+             r"|\bfewer\b|\bdeduct\w*|\bleft\b|\bremain\w*|\bnegative\b|\boff\b|\bdiscount\w*"
+             r"|\breduc\w*|\bcut\b|\bsale\b|\bsav(?:e|ing)s?\b")
 _MULTIPLY = (r"\btimes\b|\bmultipl\w*|\bproduct\b|[×*·]|\bof\b|\bdouble\b|\btwice\b"
              r"|\btriple\b|\d\s*x\s*\d|\bpercent\w*|%|\bper\b|\beach\b|\bevery\b")
 _DIVIDE = (r"\bdivid\w*|\bover\b|\bper\b|÷|/|\bratio\b|\bhal(?:f|ve)\b|\bquarter\b|\bthird\b"
