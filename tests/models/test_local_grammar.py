@@ -15,6 +15,7 @@ from treadwise.models.local_examples import closest, examples, small_talk
 from treadwise.models.local_prompts import essentials, persona_line, pick_labels, result_lines
 from treadwise.models.local_turn import _new_lines
 from treadwise.models.tool_grammar import (
+    arguments_grammar,
     arguments_schema,
     call_grammar,
     choice_grammar,
@@ -46,6 +47,47 @@ def test_the_arguments_grammar_asks_for_every_key_and_bounds_strings(tools):
     assert schema["additionalProperties"] is False
     assert schema["properties"]["expression"]["maxLength"] == 160
     assert {"maxLength": 160, "type": "string"} in schema["properties"]["lower"]["anyOf"]
+
+
+def held_for(message: str) -> dict:
+    from langchain_core.messages import HumanMessage
+
+    from treadwise.evidence.arguments import held_values
+    from treadwise.evidence.conversation import Evidence
+
+    evidence = Evidence.of([HumanMessage(message)])
+    return {name: held_values(name, evidence) for name in (
+        "square", "square_root", "add", "integrate", "check_service_availability",
+        "record_customer_interest")}
+
+
+def test_held_arguments_may_only_take_values_the_conversation_grounds(tools):
+    # Issue 36: "What is the square root of 81?" -> square(2.5). Held, 2.5 cannot be written.
+    held = held_for("What is the square root of 81?")
+    schema = arguments_schema(convert_to_openai_tool(tools["square"]), held)
+    assert 81 in schema["properties"]["x"]["enum"]
+    assert 2.5 not in schema["properties"]["x"]["enum"]
+    grammar = arguments_grammar(convert_to_openai_tool(tools["square"]), held)
+    assert '"81"' in grammar and "2.5" not in grammar
+    # Bounds take text or numbers: the grounded ones, or none at all.
+    bounds = arguments_schema(convert_to_openai_tool(tools["integrate"]), held)["properties"]
+    assert None in bounds["lower"]["enum"] and 81 in bounds["lower"]["enum"]
+    # A lead's name is the customer's: none given, none written.
+    lead = arguments_schema(convert_to_openai_tool(tools["record_customer_interest"]),
+                            held_for("Please contact me at bob@fleetco.com about pricing"))
+    assert lead["properties"]["name"] == {"enum": [""]}
+    assert lead["properties"]["email"] == {"enum": ["bob@fleetco.com"]}
+
+
+def test_a_city_is_held_to_the_one_named_and_an_unheld_argument_keeps_its_type(tools):
+    offered = convert_to_openai_tool(tools["check_service_availability"])
+    named = arguments_schema(offered, held_for("Do you install tires in Oklahoma City?"))
+    assert named["properties"]["location"] == {"enum": ["Oklahoma City"]}
+    # No city named: nothing a grammar could list, so the guard refuses an invented one.
+    unnamed = arguments_schema(offered, held_for("Which tires for an SUV on the highway?"))
+    assert unnamed["properties"]["location"]["type"] == "string"
+    assert "Oklahoma City" in call_grammar([offered], prose=True, held=held_for(
+        "Do you install tires in Oklahoma City?"))
 
 
 def test_a_call_grammar_has_one_branch_per_tool_with_its_name_fixed(tools):
@@ -102,13 +144,16 @@ def test_pick_labels_drop_a_shared_verb_so_each_starts_differently():
 
 
 def test_local_specs_carry_decoding_and_routing_and_show_them():
-    assert parse("smollm2") == LocalSpec("smollm2", "constrained", "tool")
+    assert parse("smollm2") == LocalSpec("smollm2", "constrained", "tool", "on")
     free = parse("smollm2?decoding=free&routing=none")
-    assert free.settings() == {"decoding": "free", "routing": "none"}
+    assert free.settings() == {"decoding": "free", "routing": "none", "grounding": "on"}
     assert free.spec == "local:smollm2?decoding=free&routing=none"
     assert parse("smollm2?routing=tool&decoding=constrained").spec == "local:smollm2"
     assert model_settings("local:smollm2?routing=none") == {"decoding": "constrained",
-                                                             "routing": "none"}
+                                                             "routing": "none",
+                                                             "grounding": "on"}
+    assert parse("smollm2?grounding=off").spec == "local:smollm2?grounding=off"
+    assert "grounding off" in label("local:smollm2?grounding=off")
     assert model_settings("offline") == {}
     assert display_name("local:smollm2?routing=tool&decoding=free") == \
         "local:smollm2?decoding=free"
@@ -120,8 +165,8 @@ def test_local_specs_carry_decoding_and_routing_and_show_them():
 
 @pytest.mark.parametrize("spec, message", [
     ("smollm2?decoding=fast", "decoding must be one of free, constrained, not 'fast'"),
-    ("smollm2?speed=1", "a local model takes the settings decoding, routing; 'speed' is not "
-                        "one of them"),
+    ("smollm2?speed=1", "a local model takes the settings decoding, routing, grounding; "
+                        "'speed' is not one of them"),
     ("smollm2?routing=toolset", "routing must be one of none, tool, not 'toolset'"),
 ])
 def test_a_wrong_local_setting_is_one_line(spec, message):

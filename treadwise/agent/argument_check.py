@@ -20,12 +20,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 
 from treadwise.conversation import current_turn
-from treadwise.evidence.arguments import DESCRIBED, Unfounded, choices, unfounded
+from treadwise.evidence.arguments import DESCRIBED, REFUSAL_KEY, Unfounded, choices, unfounded
 from treadwise.evidence.conversation import Evidence
 from treadwise.privacy.consent import Refusal, customer_ask
 
 # Marks an error result the grounding guard wrote ("unfounded" or "mismatch").
-GROUNDING_KEY = "treadwise_grounding"
+GROUNDING_KEY = REFUSAL_KEY
 # What the customer is asked for when a value of a kind is missing.
 NEEDS = {"number": "the numbers to use", "bound": "the bounds to use",
          "order": "which derivative you want", "expression": "the expression exactly",

@@ -47,6 +47,10 @@ DESCRIBED = {"number": "the number", "bound": "the bound", "order": "the order",
              "usage": "the kind of driving", "place": "the city", "service": "the service",
              "email": "the e-mail address", "earlier_email": "the earlier e-mail address",
              "name": "the name", "request": "the detail", "words": "the question"}
+# Marks a tool result the grounding guard wrote instead of running the tool.
+REFUSAL_KEY = "treadwise_grounding"
+# A grammar lists at most this many values of one argument (numbers derived by the rules).
+MAX_HELD = 48
 # The lead request's facts: quantities, vehicles, places and services must be the customer's.
 _WORD = re.compile(r"[0-9a-z]+")
 
@@ -177,6 +181,19 @@ def choices(kind: str, evidence: Evidence) -> list[Any] | None:
         "name": ["", *evidence.names],
     }
     return listed.get(kind)
+
+
+def held_values(tool: str, evidence: Evidence) -> dict[str, list[Any]]:
+    """For each argument of a declared tool whose kind lists its values, the grounded values
+    a grammar may let a model write (none listed: the argument is left to the guard)."""
+    held: dict[str, list[Any]] = {}
+    for argument, kind in KINDS.get(tool, {}).items():
+        listed = choices(kind, evidence)
+        # No name given is a grounded name too: the empty one.
+        if listed and (kind in ("name", "earlier_email") or any(v not in (None, "")
+                                                                for v in listed)):
+            held[argument] = listed[:MAX_HELD]
+    return held
 
 
 def pattern(kind: str, evidence: Evidence) -> str | None:

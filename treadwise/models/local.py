@@ -14,8 +14,10 @@ from treadwise.models.local_turn import (
     DECODINGS,
     DEFAULT_DECODING,
     DEFAULT_ROUTING,
+    GROUNDINGS,
     ROUTINGS,
     Decoding,
+    Grounding,
     Routing,
 )
 from treadwise.models.spec import ModelSettings, ModelSpec
@@ -31,7 +33,8 @@ EXPECTATION = ("A very small model running on this machine: expect short, simple
 DEFAULT_MAX_TOKENS = 256
 GGUF_MAGIC = b"GGUF"
 # The settings a local spec takes after "?", each with its choices; the first is listed first.
-SETTINGS: dict[str, tuple[str, ...]] = {"decoding": DECODINGS, "routing": ROUTINGS}
+SETTINGS: dict[str, tuple[str, ...]] = {"decoding": DECODINGS, "routing": ROUTINGS,
+                                        "grounding": GROUNDINGS}
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class LocalSpec:
     name: str
     decoding: Decoding = DEFAULT_DECODING
     routing: Routing = DEFAULT_ROUTING
+    # Off only for a study's baseline: values held to the conversation by grammar and guard.
+    grounding: Grounding = "on"
 
     @property
     def spec(self) -> str:
@@ -130,7 +135,8 @@ def label(model: str, settings: bool = True) -> str:
     """The picker's name for a local spec: the model, what it is, and how it decides (unless
     `settings` is False: tables whose rows vary them name them in columns of their own)."""
     local = parse(model)
-    how = (f"decoding {local.decoding}, routing {local.routing}" if settings
+    off = ", grounding off" if local.grounding == "off" else ""
+    how = (f"decoding {local.decoding}, routing {local.routing}{off}" if settings
            else "settings listed apart")
     if local.name in BUNDLED:
         return f"{local.spec} ({BUNDLED[local.name][2]}; {how})"
@@ -175,4 +181,5 @@ def build(spec: ModelSpec, settings: ModelSettings) -> Any:
                           timeout_s=runtime.timeout_s,
                           max_tokens=settings.max_tokens or max_tokens_from(runtime.environment),
                           decoding=local.decoding, routing=local.routing,
+                          grounding=local.grounding,
                           threads=runtime.local_threads)

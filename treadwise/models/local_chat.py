@@ -18,6 +18,7 @@ from treadwise.models.local_turn import (
     DEFAULT_DECODING,
     DEFAULT_ROUTING,
     Decoding,
+    Grounding,
     LocalTurn,
     Options,
     Routing,
@@ -42,6 +43,9 @@ class LocalChatModel(BaseChatModel):
     # text, and with routing "tool" a first step that picks one of the tools it is given.
     decoding: Decoding = DEFAULT_DECODING
     routing: Routing = DEFAULT_ROUTING
+    # "on": held calls may only write values the conversation grounds, and the agent's
+    # grounding guard checks every call (agent/argument_check.py); "off" for a baseline.
+    grounding: Grounding = "on"
 
     @property
     def _llm_type(self) -> str:
@@ -51,7 +55,7 @@ class LocalChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, "temperature": self.temperature,
                 "seed": self.seed, "max_tokens": self.max_tokens, "decoding": self.decoding,
-                "routing": self.routing}
+                "routing": self.routing, "grounding": self.grounding}
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None,
                    **kwargs: Any) -> Any:
@@ -64,6 +68,7 @@ class LocalChatModel(BaseChatModel):
 
     def options(self, **overrides: Any) -> Options:
         fields = {"decoding": self.decoding, "routing": self.routing,
+                  "grounding": self.grounding,
                   "temperature": self.temperature, "seed": self.seed,
                   "max_tokens": self.max_tokens, "timeout_s": self.timeout_s,
                   "repeat_penalty": self.repeat_penalty}
@@ -107,6 +112,7 @@ class LocalChatModel(BaseChatModel):
                 "model_name": self.model_name,
                 "finish_reason": stats[-1].finish_reason if stats else "stop",
                 "decoding": self.decoding, "routing": self.routing,
+                "grounding": self.grounding,
                 "steps": [{"step": r.step, "input_tokens": r.stats.prompt_tokens,
                            "output_tokens": r.stats.output_tokens} for r in turn.steps]},
             chunk_position="last"))

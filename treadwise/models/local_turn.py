@@ -10,6 +10,7 @@ import time
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -20,6 +21,7 @@ from treadwise.models import local_prompts as prompts
 from treadwise.models.llamacpp import Constraint, Generation, LlamaEngine, Sampling
 from treadwise.models.local_examples import small_talk
 from treadwise.models.tool_grammar import (
+    Held,
     arguments_grammar,
     call_grammar,
     choice_grammar,
@@ -29,6 +31,9 @@ from treadwise.models.tool_grammar import (
 )
 
 Decoding = Literal["free", "constrained"]
+# With grounding on, a held call's values are those the conversation grounds (evidence/).
+Grounding = Literal["on", "off"]
+GROUNDINGS: tuple[str, ...] = ("on", "off")
 # Which tools the model is given is the agent's routing (agent/routing.py, for every model);
 # "tool" adds a first step in which the model picks one of them.
 Routing = Literal["none", "tool"]
@@ -51,6 +56,7 @@ class Options:
 
     decoding: Decoding = DEFAULT_DECODING
     routing: Routing = DEFAULT_ROUTING
+    grounding: Grounding = "on"
     temperature: float = 0.0
     seed: int | None = None
     max_tokens: int = 256
@@ -90,6 +96,27 @@ class LocalTurn:
     def constrained(self) -> bool:
         return self.options.decoding == "constrained"
 
+    @cached_property
+    def held(self) -> Held | None:
+        """The values each declared tool argument may take: those this conversation grounds
+        (numbers the customer wrote or results found, cities they named, ...)."""
+        if not self.constrained or self.options.grounding != "on":
+            return None
+        from treadwise.evidence.arguments import held_values
+        from treadwise.evidence.conversation import Evidence
+
+        evidence = Evidence.of(self.history)
+        return {name: held_values(name, evidence)
+                for name in (function_of(t)["name"] for t in self.offered)}
+
+    @property
+    def retrying(self) -> bool:
+        """Every result so far is the grounding guard's refusal: the one retry picks again."""
+        from treadwise.evidence.arguments import REFUSAL_KEY
+
+        return bool(self.results) and all(r.additional_kwargs.get(REFUSAL_KEY)
+                                          for r in self.results) and len(self.results) == 1
+
     def run(self) -> Generator[str, None, None]:
         forced = chatml.tool_choice_name(self.tool_choice)
         must_call = forced is not None or self.tool_choice in ("any", "required", True)
@@ -101,7 +128,7 @@ class LocalTurn:
         elif self.options.routing == "tool" and not must_call:
             # One tool a turn: picking again after a result, SmolLM2 chained nothing right
             # and sent availability answers on to record_customer_interest with made-up data.
-            if self.results:
+            if self.results and not self.retrying:
                 yield from self._answer()
             else:
                 yield from self._call_or_answer(self._pick(tools))
@@ -172,7 +199,8 @@ class LocalTurn:
 
     def _arguments(self, tool: Mapping[str, Any]) -> chatml.ParsedCall | None:
         name = function_of(tool)["name"]
-        constraint = Constraint(arguments_grammar(tool)) if self.constrained else None
+        constraint = Constraint(arguments_grammar(tool, self.held)) if self.constrained \
+            else None
         blocks = prompts.arguments_prompt(tool, self.question)
         with closing(self._generate("arguments", blocks,
                                     CALL_TOKENS, constraint)) as pieces:
@@ -192,7 +220,7 @@ class LocalTurn:
         """One reply that is a call or prose, every tool offered at once."""
         first = prompts.call_head(self._head(), tools, chatml.tool_choice_name(self.tool_choice))
         blocks = prompts.call_prompt(first, tools, self.question, self._body([first]))
-        constraint = Constraint(call_grammar(tools, prose=not must_call),
+        constraint = Constraint(call_grammar(tools, prose=not must_call, held=self.held),
                                 released=is_prose) if self.constrained else None
         budget = max(self.options.max_tokens, CALL_TOKENS)
         # Free, a reply may open with a call in any spelling the parser reads; held to the

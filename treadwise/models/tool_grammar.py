@@ -21,17 +21,46 @@ def function_of(tool: Mapping[str, Any]) -> Mapping[str, Any]:
     return tool.get("function", tool)
 
 
-def arguments_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
+# Values an argument may take, by tool and argument: those the conversation grounds
+# (treadwise.evidence.arguments.held_values); an argument not listed is held by its type only.
+Held = Mapping[str, Mapping[str, Sequence[Any]]]
+
+
+def arguments_schema(tool: Mapping[str, Any], held: Held | None = None) -> dict[str, Any]:
     """The tool's parameter schema as the grammar holds it: every key, in order, and no other
-    (a small model left to choose optional keys invented values for them), strings bounded."""
+    (a small model left to choose optional keys invented values for them), strings bounded,
+    and the arguments ``held`` lists held to those values."""
     schema = copy.deepcopy(dict(function_of(tool).get("parameters") or {}))
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     schema["additionalProperties"] = False
     schema["required"] = list(schema["properties"])
-    for prop in schema["properties"].values():
-        _bound_strings(prop)
+    values = (held or {}).get(function_of(tool)["name"], {})
+    for key, prop in schema["properties"].items():
+        if (enum := _typed(prop, values.get(key, ()))):
+            schema["properties"][key] = {"enum": enum}
+        else:
+            _bound_strings(prop)
     return schema
+
+
+def _typed(prop: Mapping[str, Any], values: Sequence[Any]) -> list[Any]:
+    """The values as the property's JSON type takes them: 3 for a number, "3" for a string."""
+    types = {prop.get("type"), *(o.get("type") for o in prop.get("anyOf") or ())}
+    typed: list[Any] = []
+    for value in values:
+        if value is None:
+            shown: Any = None if "null" in types else ...
+        elif isinstance(value, int | float) and ("number" in types or (
+                "integer" in types and float(value).is_integer())):
+            shown = int(value) if "number" not in types else value
+        elif "string" in types:
+            shown = str(value)
+        else:
+            shown = ...
+        if shown is not ... and shown not in typed:
+            typed.append(shown)
+    return typed
 
 
 def _bound_strings(schema: dict[str, Any]) -> None:
@@ -52,13 +81,14 @@ def _literal(text: str) -> str:
     return json.dumps(text)
 
 
-def _call_rules(tools: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+def _call_rules(tools: Sequence[Mapping[str, Any]], held: Held | None = None
+                ) -> tuple[str, str]:
     """(the rules, the name of the rule for one whole call object of any of ``tools``)."""
     converter = _converter()
     branches = []
     for index, tool in enumerate(tools):
         name = function_of(tool)["name"]
-        args = converter.visit(converter.resolve_refs(arguments_schema(tool), name),
+        args = converter.visit(converter.resolve_refs(arguments_schema(tool, held), name),
                                f"args{index}")
         branches.append(f'"{{" space {_literal(_literal("name"))} space ":" space '
                         f'{_literal(_literal(name))} space "," space '
@@ -66,20 +96,22 @@ def _call_rules(tools: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     return converter.format_grammar(), " | ".join(f"({b})" for b in branches)
 
 
-def call_grammar(tools: Sequence[Mapping[str, Any]], *, prose: bool) -> str:
+def call_grammar(tools: Sequence[Mapping[str, Any]], *, prose: bool,
+                 held: Held | None = None) -> str:
     """One ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` of one of ``tools``,
-    its arguments held to that tool's schema; with ``prose``, any text that opens otherwise."""
-    rules, call = _call_rules(tools)
+    its arguments held to that tool's schema (and to ``held``); with ``prose``, any text that
+    opens otherwise."""
+    rules, call = _call_rules(tools, held)
     root = f"call ::= {_literal(OPEN)} ({call}) {_literal(CLOSE)}"
     options = "call | prose" if prose else "call"
     return "\n".join([f"root ::= {options}", root, rules,
                       f"prose ::= {_PROSE_START} [^\\x00]*"])
 
 
-def arguments_grammar(tool: Mapping[str, Any]) -> str:
-    """A JSON object of the tool's arguments, held to its schema."""
+def arguments_grammar(tool: Mapping[str, Any], held: Held | None = None) -> str:
+    """A JSON object of the tool's arguments, held to its schema (and to ``held``)."""
     converter = _converter()
-    schema = converter.resolve_refs(arguments_schema(tool), function_of(tool)["name"])
+    schema = converter.resolve_refs(arguments_schema(tool, held), function_of(tool)["name"])
     converter.visit(schema, "")
     return converter.format_grammar()
 
