@@ -138,3 +138,12 @@ def test_a_failing_tool_is_explained_in_the_personas_voice_not_quoted(data_dir):
     assert result.tool_calls[0].error  # the tool ran and failed
     assert "Error" not in result.answer and "Great question" not in result.answer
     assert "5" in result.answer and "0" in result.answer
+
+
+def test_a_retry_that_fails_another_way_still_ends_honestly(data_dir):
+    # SmolLM2, free decoding: add(100, -1) refused, then add({}) failed, then "100 - 1 = 9".
+    model = ScriptedModel(script=[call("add", a=100, b=-1), call("add"),
+                                  AIMessage("Great question! 100 - 1 = 9.")])
+    result = agent_for(data_dir, model).run("What is 1000 minus 1?", model="scripted")
+    assert len(model.calls) == 2 and not ran(result, "add")
+    assert "= 9" not in result.answer and "100" in result.answer

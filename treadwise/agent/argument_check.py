@@ -96,26 +96,33 @@ def is_refusal(message: AnyMessage) -> bool:
         message.additional_kwargs.get(GROUNDING_KEY))
 
 
-def _last_result(turn: Sequence[AnyMessage]) -> ToolMessage | None:
-    return next((m for m in reversed(turn) if isinstance(m, ToolMessage)), None)
+def _since_refusal(prompt: Sequence[AnyMessage]) -> tuple[ToolMessage | None, list[ToolMessage]]:
+    """The turn's latest grounding refusal and the tool results after it."""
+    results = [m for m in current_turn(prompt) if isinstance(m, ToolMessage)]
+    refused = [i for i, m in enumerate(results) if is_refusal(m)]
+    if not refused:
+        return None, []
+    return results[refused[-1]], results[refused[-1] + 1:]
 
 
 def honest_end(prompt: Sequence[AnyMessage]) -> str | None:
-    """The honest reply that ends the turn without another model call: the retry after a
-    refusal was refused too. None while the model may still try."""
-    turn = current_turn(prompt)
-    last = _last_result(turn)
-    if last is None or not is_refusal(last) or sum(map(is_refusal, turn)) < 2:
+    """The honest reply that ends the turn without another model call: the one retry after a
+    refusal has been used (refused again, or failed) and nothing has run since. None while the
+    model may still try."""
+    refusal, after = _since_refusal(prompt)
+    earlier = [m for m in current_turn(prompt) if isinstance(m, ToolMessage) and is_refusal(m)]
+    if refusal is None or any(m.status != "error" for m in after) or \
+            (len(earlier) < 2 and not after):
         return None
-    return customer_ask(last.text)
+    return customer_ask(refusal.text)
 
 
 def instead_of(response: AIMessage, prompt: Sequence[AnyMessage]) -> str | None:
-    """The honest reply to give instead of a model's words written right after a refusal
-    (they cannot rest on a grounded result); None when the response may stand."""
+    """The honest reply to give instead of a model's words written after a refusal with no
+    result run since (they cannot rest on a grounded result); None when they may stand."""
     if response.tool_calls or response.invalid_tool_calls:
         return None
-    last = _last_result(current_turn(prompt))
-    if last is None or not is_refusal(last):
+    refusal, after = _since_refusal(prompt)
+    if refusal is None or any(m.status != "error" for m in after):
         return None
-    return customer_ask(last.text)
+    return customer_ask(refusal.text)

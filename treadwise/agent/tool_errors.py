@@ -60,8 +60,10 @@ def _call_of(result: ToolMessage, turn: Sequence[AnyMessage]) -> dict[str, Any]:
 def problem(result: ToolMessage, turn: Sequence[AnyMessage]) -> str:
     """What could not be done, in plain words: "dividing 5 and 0 did not work"."""
     call = _call_of(result, turn)
+    doing = DOING.get(call.get("name") or "")
+    if doing is None:  # a tool that does not exist here: its made-up values mean nothing
+        return "the step I tried is not one I can take"
     values = [str(v) for v in (call.get("args") or {}).values() if v not in (None, "")]
-    doing = DOING.get(call.get("name") or "", "that step")
     shown = " and ".join(values[:3])
     return f"{doing} {shown} did not work" if shown else f"{doing} did not work"
 
