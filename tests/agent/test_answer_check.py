@@ -89,3 +89,16 @@ def test_a_second_step_that_ignores_the_first_result_is_not_the_answer(data_dir)
     result = agent_for(data_dir, model).run("Add 5 and 4, then square the result",
                                             model="scripted")
     assert "= 25" not in result.answer
+
+
+def test_a_result_no_tool_computed_is_not_stated(data_dir):
+    # SmolLM2, no tool called: "15% of 240 is (3.75 * 240) / 100 = 8".
+    model = ScriptedModel(script=[AIMessage("15% of 240 is (3.75 * 240) / 100 = 8")])
+    result = agent_for(data_dir, model).run("Calculate 15% of 240", model="scripted")
+    assert "= 8" not in result.answer and "8" in result.answer  # says what it cannot back
+
+
+def test_a_result_the_customer_gave_may_be_repeated_without_a_tool(data_dir):
+    model = ScriptedModel(script=[AIMessage("You said the total = 240, noted.")])
+    result = agent_for(data_dir, model).run("My total is 240", model="scripted")
+    assert result.answer == "You said the total = 240, noted."

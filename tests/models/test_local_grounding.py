@@ -41,8 +41,8 @@ def test_the_local_model_runs_no_tool_with_an_invented_value(data_dir: Path,
                 continue
             written = {n for v in step.args.values() for n in _numbers(str(v))}
             assert written <= known, (ask, step)
-            if step.name == "check_service_availability":
-                assert False, (ask, "no city was named", step)
+            # None of these asks names a city, so no availability check may run.
+            assert step.name != "check_service_availability", (ask, step)
             known |= _numbers(step.result or "")
     leads = Store(data_dir).leads()
     assert all(not _numbers(lead["message"]) and "van" not in lead["message"].lower()

@@ -199,3 +199,22 @@ def mismatch(result: ToolMessage, messages: Sequence[AnyMessage],
                    f"{'; '.join(found)}. Call the tool that answers exactly what was asked, "
                    "with the customer's own values, or say what you could not do.",
                    say("mismatch", persona, problem="; ".join(found)))
+
+
+# A result an answer states: "= 8", "= -2.5" (not "= 8x" or "= 8(").
+STATED = re.compile(r"=\s*(-?\d+(?:\.\d+)?)(?![\d.]*\s*[a-z(])")
+
+
+def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> str | None:
+    """The honest reply to give instead of an answer that states a result no tool of this turn
+    computed and the conversation does not hold ("15% of 240 is ... = 8" with no call); None
+    when the answer may stand."""
+    turn = current_turn(messages)
+    if any(isinstance(m, ToolMessage) and m.status != "error" for m in turn):
+        return None
+    evidence = Evidence.of(messages)
+    invented = [v for v in map(float, STATED.findall(text)) if not evidence.holds_number(v)]
+    if not invented:
+        return None
+    return say("mismatch", persona,
+               problem=f"I had no calculation behind {numbers.as_json(invented[0])}")

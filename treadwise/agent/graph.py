@@ -222,6 +222,17 @@ def last_ai(messages: Sequence[AnyMessage]) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
+def _honest(response: AIMessage, prompt: Sequence[AnyMessage], context: TurnContext
+            ) -> str | None:
+    """What to say instead of a reply that cannot stand: words after a grounding refusal, a
+    tool's raw error, a result no tool computed (None: the reply stands)."""
+    if response.tool_calls or response.invalid_tool_calls:
+        return None
+    return argument_check.instead_of(response, prompt) or \
+        tool_errors.in_voice(response, prompt, context.persona) or \
+        answer_check.unbacked(response.text, prompt, context.persona)
+
+
 class Kit:
     """What a strategy's graph is built from: its tools and their node, the persona prompt, its
     budget of model calls, memory and settings, and the model calls its nodes make. The persona
@@ -292,8 +303,6 @@ class Kit:
         with recorded(stage or "reason", groups, len(tools)) as record:
             response = model.invoke(prompt)
             count_reply(record, prompt, response)
-        if honest and ((instead := argument_check.instead_of(response, prompt)) is not None or
-                       (instead := tool_errors.in_voice(response, prompt, context.persona))
-                       is not None):
+        if honest and (instead := _honest(response, prompt, context)) is not None:
             response = response.model_copy(update={"content": instead})
         return clean(response, final)

@@ -1,8 +1,8 @@
 """A tool's failure told to the customer in the persona's voice, never in the tool's own words.
 
 A tool's error text is written for the model ("Error: 'sin' is not an allowed variable; use
-one of x, y"); a model that passes it on, behind a cheerful opener or not, is replaced by the
-persona's `tool_failed` line naming what could not be done (the operation and its values).
+one of x, y"); a model that passes such text on, behind a cheerful opener or not, is replaced
+by the persona's `tool_failed` line naming what could not be done (the operation and values).
 """
 
 from __future__ import annotations
@@ -29,23 +29,18 @@ DOING = {"add": "adding", "subtract": "subtracting", "multiply": "multiplying",
          "check_service_availability": "checking service in",
          "record_customer_interest": "saving your request for",
          "record_feedback": "passing on"}
-# Marks of raw error text that no answer to a customer should carry.
-RAW = re.compile(r"\bError:|\bTraceback\b|\bException\b|\bis not an allowed\b")
-QUOTED_WORDS = 6  # this many words of an error in a row are a quote, not a paraphrase
-_WORD = re.compile(r"[\w.^*/+-]+")
+# Marks of error text written for the model (its prefix, exception names, validation and
+# instructions about tools or arguments), which no answer to a customer should carry. A plain
+# reason in the persona's own words ("I couldn't save that: the disk is full") may stand.
+RAW = re.compile(r"\bError:|\bTraceback\b|\b[A-Z]\w*(?:Exception|Error)\b|(?i:\bkwargs\b"
+                 r"|field required|\bis not an allowed\b|\buse one of\b|\binvoking tool\b"
+                 r"|\bvalidation error)")
 
 
 def _failed(turn: Sequence[AnyMessage]) -> list[ToolMessage]:
     """The turn's tool failures (not the guards' refusals, which carry their own ask)."""
     return [m for m in turn if isinstance(m, ToolMessage) and m.status == "error"
             and not is_refusal(m) and customer_ask(m.text) is None]
-
-
-def _quotes(answer: str, error: str) -> bool:
-    words = _WORD.findall(error.removeprefix("Error:").lower())
-    said = " ".join(_WORD.findall(answer.lower()))
-    run = QUOTED_WORDS
-    return any(" ".join(words[i:i + run]) in said for i in range(len(words) - run + 1))
 
 
 def _call_of(result: ToolMessage, turn: Sequence[AnyMessage]) -> dict[str, Any]:
@@ -77,7 +72,6 @@ def in_voice(response: AIMessage, prompt: Sequence[AnyMessage], persona: Any) ->
     failed = _failed(turn)
     if not failed:
         return None
-    text = response.text
-    if not (RAW.search(text) or any(_quotes(text, m.text) for m in failed)):
+    if not RAW.search(response.text):
         return None
     return say("tool_failed", persona, problem=problem(failed[-1], turn))
