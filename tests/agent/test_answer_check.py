@@ -102,3 +102,19 @@ def test_a_result_the_customer_gave_may_be_repeated_without_a_tool(data_dir):
     model = ScriptedModel(script=[AIMessage("You said the total = 240, noted.")])
     result = agent_for(data_dir, model).run("My total is 240", model="scripted")
     assert result.answer == "You said the total = 240, noted."
+
+
+def test_a_percentage_used_as_a_whole_number_is_not_the_answer(data_dir):
+    model = ScriptedModel(script=[call("multiply", a=15, b=240),
+                                  call("multiply", 1, a=0.15, b=240), quoting])
+    result = agent_for(data_dir, model).run("Calculate 15% of 240", model="scripted")
+    assert "3600" not in result.answer and result.answer.endswith("= 36")
+
+
+def test_a_derivative_of_an_order_nobody_asked_for_is_refused(data_dir):
+    # SmolLM2: "Find the derivative of x^4" -> differentiate(order=4) -> "d⁴/dx⁴ [x^4] = 24".
+    model = ScriptedModel(script=[
+        call("differentiate", expression="x^4", variable="x", order=4),
+        call("differentiate", 1, expression="x^4", variable="x", order=4), quoting])
+    result = agent_for(data_dir, model).run("Find the derivative of x^4", model="scripted")
+    assert "24" not in result.answer and "4" in result.answer

@@ -103,6 +103,18 @@ def _operators(expression: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _percent_as_whole(found: Calculation, clause: str, used: list[float]) -> float | None:
+    """A percentage of the question used as a whole number (15 for 15%, 15 x 240 = 3600);
+    an expression that writes % or divides by 100 keeps the percent."""
+    expression = str(found.operands.get("expression", ""))
+    if "%" in expression or re.search(r"/\s*100\b", expression):
+        return None
+    for share in (float(p) for p in numbers.PERCENT.findall(clause)):
+        if numbers.matches(share, used) and not numbers.matches(share / 100, used):
+            return share
+    return None
+
+
 def _clause(text: str, used: list[float], earlier: bool, operation: str) -> str:
     """The clause of the message a call answers: the one whose numbers it uses most; else one
     that uses an earlier result, or one that names its operation."""
@@ -150,6 +162,8 @@ def _math_problems(found: Calculation, messages: Sequence[AnyMessage],
             and not (uses_earlier and numbers.matches(w, earlier))]
     if left:
         problems.append(f"I left out {numbers.as_json(left[0])}")
+    if (whole := _percent_as_whole(found, clause, used)) is not None:
+        problems.append(f"I used {numbers.as_json(whole)} instead of {numbers.as_json(whole)}%")
     if BACK_REFERENCE.search(clause) and before and earlier and not uses_earlier \
             and clause != (clauses(latest) or [latest])[0]:
         problems.append("I didn't use the result of the step before")

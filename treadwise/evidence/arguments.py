@@ -126,8 +126,8 @@ def _invented_number(kind: str, value: Any, evidence: Evidence) -> list[str]:
         if kind == "bound" and isinstance(value, str):
             return expressions.missing_symbols(value, evidence)
         return [] if kind == "order" and value is None else [str(value)]
-    if kind == "order" and found == 1:
-        return []  # the first derivative is the tool's own default
+    if kind == "order":
+        return [] if found in numbers.orders(evidence.text) else [_shown(found)]
     return [] if evidence.holds_number(found) else [_shown(found)]
 
 
@@ -168,7 +168,7 @@ def choices(kind: str, evidence: Evidence) -> list[Any] | None:
     grounded = [numbers.as_json(v) for v in evidence.numbers]
     listed: dict[str, Any] = {
         "number": grounded,
-        "order": sorted({1, *(v for v in grounded if isinstance(v, int) and 1 <= v <= 10)}),
+        "order": sorted(numbers.orders(evidence.text)),
         "bound": [None, *grounded, *(n for n in expressions.names(evidence)
                                      if n in ("pi", "oo", "e"))],
         "variable": list(dict.fromkeys([*expressions.variables(evidence), "x"])),

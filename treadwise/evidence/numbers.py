@@ -204,3 +204,27 @@ def as_json(value: float) -> int | float:
     """How a grounded value is written as a JSON argument: 81, not 81.0."""
     value = float(value)  # word values are ints, and int.is_integer is Python 3.12's
     return int(value) if value.is_integer() and abs(value) < 1e15 else value
+
+
+# How a message asks for a derivative's order: "second derivative", "3rd derivative",
+# "order 2", "d²/dx²", "d^3y/dx^3", "differentiate twice".
+_ORDER = re.compile(r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
+                    r"|\d+(?:st|nd|rd|th))\b|\border\s*(\d+)|\bd\s*(?:\^\s*(\d+)|([²³⁴⁵]))"
+                    r"|\b(twice|thrice)\b", re.I)
+
+
+def orders(text: str) -> set[int]:
+    """The derivative orders a text asks for (1 always: the first derivative is the default).
+    A number of the expression (the 4 of x^4) is not an order."""
+    found = {1}
+    for match in _ORDER.finditer(text):
+        word, order, power, sup, times = match.groups()
+        if word:
+            found.add(ORDINALS.get(word.lower()) or int(re.sub(r"\D", "", word)))
+        elif order or power:
+            found.add(int(order or power))
+        elif sup:
+            found.add(int(sup.translate(SUPERSCRIPTS)))
+        elif times:
+            found.add(2 if times.lower() == "twice" else 3)
+    return found

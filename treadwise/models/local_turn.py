@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from treadwise.conversation import current_turn, turn_start
 from treadwise.models import chatml
+from treadwise.models import local_grounding as grounding
 from treadwise.models import local_prompts as prompts
 from treadwise.models.llamacpp import Constraint, Generation, LlamaEngine, Sampling
 from treadwise.models.local_examples import small_talk
@@ -98,24 +99,19 @@ class LocalTurn:
 
     @cached_property
     def held(self) -> Held | None:
-        """The values each declared tool argument may take: those this conversation grounds
-        (numbers the customer wrote or results found, cities they named, ...)."""
+        """The values each declared tool argument may take (local_grounding.held)."""
         if not self.constrained or self.options.grounding != "on":
             return None
-        from treadwise.evidence.arguments import held_values
-        from treadwise.evidence.conversation import Evidence
-
-        evidence = Evidence.of(self.history)
-        return {name: held_values(name, evidence)
-                for name in (function_of(t)["name"] for t in self.offered)}
+        return grounding.held(self.history, [function_of(t)["name"] for t in self.offered])
 
     @property
     def retrying(self) -> bool:
-        """Every result so far is the grounding guard's refusal: the one retry picks again."""
-        from treadwise.evidence.arguments import REFUSAL_KEY
+        return self.options.grounding == "on" and grounding.retrying(self.results)
 
-        return bool(self.results) and all(r.additional_kwargs.get(REFUSAL_KEY)
-                                          for r in self.results) and len(self.results) == 1
+    def _next_step(self) -> str | None:
+        if self.options.grounding != "on":
+            return None
+        return grounding.next_step(self.question, self.results)
 
     def run(self) -> Generator[str, None, None]:
         forced = chatml.tool_choice_name(self.tool_choice)
@@ -128,7 +124,15 @@ class LocalTurn:
         elif self.options.routing == "tool" and not must_call:
             # One tool a turn: picking again after a result, SmolLM2 chained nothing right
             # and sent availability answers on to record_customer_interest with made-up data.
-            if self.results and not self.retrying:
+            if self.retrying:
+                # The one retry: the refused tool is not offered again (a small model at
+                # temperature 0 would pick it again), the rest are, values still held.
+                refused = self.results[-1].name
+                yield from self._call_or_answer(
+                    self._pick([t for t in tools if function_of(t)["name"] != refused]))
+            elif (step := self._next_step()) is not None:
+                yield from self._call_or_answer(self._pick(tools, step))
+            elif self.results:
                 yield from self._answer()
             else:
                 yield from self._call_or_answer(self._pick(tools))
@@ -179,11 +183,16 @@ class LocalTurn:
         made = [c for m in self.turn if isinstance(m, AIMessage) for c in m.tool_calls]
         return any(c["name"] == call.name and c["args"] == call.args for c in made)
 
-    def _pick(self, tools: Sequence[Mapping[str, Any]]) -> chatml.ParsedCall | None:
-        """The tool the model picks from the short list, with its arguments."""
+    def _pick(self, tools: Sequence[Mapping[str, Any]], ask: str | None = None
+              ) -> chatml.ParsedCall | None:
+        """The tool the model picks from the short list for ``ask`` (default: the question),
+        with its arguments."""
+        if not tools:
+            return None
+        ask = ask or self.question
         labels = prompts.pick_labels([function_of(t)["name"] for t in tools])
         constraint = Constraint(choice_grammar(list(labels))) if self.constrained else None
-        blocks = prompts.pick_prompt(tools, self.question)
+        blocks = prompts.pick_prompt(tools, ask)
         with closing(self._generate("pick", blocks, PICK_TOKENS, constraint)) as pieces:
             text = "".join(pieces).strip()
         if not self.constrained:
@@ -195,13 +204,14 @@ class LocalTurn:
         if chosen is None:
             # An invented name stays a call, so the tools answer that no such tool exists.
             return chatml.ParsedCall(text, {}, text)
-        return self._arguments(chosen)
+        return self._arguments(chosen, ask)
 
-    def _arguments(self, tool: Mapping[str, Any]) -> chatml.ParsedCall | None:
+    def _arguments(self, tool: Mapping[str, Any], ask: str | None = None
+                   ) -> chatml.ParsedCall | None:
         name = function_of(tool)["name"]
         constraint = Constraint(arguments_grammar(tool, self.held)) if self.constrained \
             else None
-        blocks = prompts.arguments_prompt(tool, self.question)
+        blocks = prompts.arguments_prompt(tool, ask or self.question)
         with closing(self._generate("arguments", blocks,
                                     CALL_TOKENS, constraint)) as pieces:
             text = "".join(pieces).strip()
