@@ -74,7 +74,7 @@ EXPECTED: dict[str, dict[str, tuple[object, ...]]] = {
     "What are your opening hours?": {"get_business_info": ()},
     "What's 15 plus 27?": {"add": (15, 27)}, "Multiply 12 by 12": {"multiply": (12, 12)},
     "How much is 81 divided by 9?": {"divide": (81, 9)}, "What is 9 squared?": {"square": (9,)},
-    "Find the derivative of x^4": {"differentiate": ("x^4",)},
+    "Find the derivative of x^4": {"differentiate": ("x^4", 1)},
     "Solve x + 5 = 12": {"solve_equation": ()},
     "What is the square root of 225?": {"square_root": (225,)},
     "Raise 3 to the power of 5": {"power": (3, 5)},
@@ -94,8 +94,10 @@ EXPECTED: dict[str, dict[str, tuple[object, ...]]] = {
         "get_tire_recommendation": ("suv", "highway")},
     "Please contact me at bob@fleetco.com about pricing": {
         "record_customer_interest": ("bob@fleetco.com",)},
-    "What is the derivative of sin(x)*x?": {"differentiate": ("x",)},
+    "What is the derivative of sin(x)*x?": {"differentiate": ("x", 1)},
 }
+# Arguments a call may leave out, at the tool's own default.
+DEFAULTS: dict[str, dict[str, object]] = {"differentiate": {"order": 1}}
 # Facts a lead's message may only hold when the customer gave them.
 FACT_WORDS = re.compile(r"\b(?:vans?|trucks?|suvs?|cars?|sedans?|fleets?|minivans?|pickups?"
                         r"|trailers?|buses|bus|tires?)\b", re.I)
@@ -126,17 +128,27 @@ def _value(value: object) -> str:
         return re.sub(r"\s+", "", str(value).replace("**", "^")).casefold()
 
 
+def _holds(written: str, wanted: str) -> bool:
+    """An argument is the wanted value, or holds it: a number among an expression's numbers,
+    a longer text inside it ("mobile installation" in "mobile installation service")."""
+    if written == wanted:
+        return True
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", wanted):
+        return wanted in {_value(n) for n in re.findall(r"\d+(?:\.\d+)?", written)}
+    return len(wanted) > 3 and wanted in written
+
+
 def off_question(ask: str, step: object, before: list[str]) -> bool:
     """A call that ran but is not one the ask wants: another tool, other values, a number
     neither the ask nor an earlier result holds, or a lead detail the customer never gave."""
-    name, args = step.name, step.args  # type: ignore[attr-defined]
+    name, args = step.name, {**DEFAULTS.get(step.name, {}), **step.args}  # type: ignore
     wanted = EXPECTED[ask].get(name)
     if wanted is None:
         return True
     written = [_value(v) for v in args.values()]
     # "minivan|van": the business profile's own synonyms of a value.
-    if any(not any(_value(o) == v or _value(o) in v for o in str(w).split("|")
-                   for v in written) for w in wanted):
+    if any(not any(_holds(v, _value(o)) for o in str(w).split("|") for v in written)
+           for w in wanted):
         return True
     known = {_value(n) for n in NUMBER.findall(" ".join([ask, *before]))}
     percents = {_value(float(n) / 100) for n in re.findall(r"(\d+)\s*%", ask)}
