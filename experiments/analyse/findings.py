@@ -12,8 +12,9 @@ from experiments.analyse.inference import MIN_SCENARIOS, PROPORTION
 # A local model's own settings (decoding, its routing) are factors apart from the model.
 FACTORS = {"persona": "persona", "model": "model_name", "temperature": "temperature",
            "variation": "variation", "strategy": "strategy", "decoding": "decoding",
-           "model_routing": "model_routing", "routing": "routing"}
-MODEL_SETTINGS = ("decoding", "model_routing")  # a local model's own: blank for other models
+           "model_routing": "model_routing", "grounding": "grounding", "routing": "routing"}
+# A local model's own settings: blank for other models.
+MODEL_SETTINGS = ("decoding", "model_routing", "grounding")
 # Outcomes reported as rates when the rows carry them (capability and safety split the checks).
 OUTCOMES = {"success": "task success", "capability_success": "capability",
             "safety_success": "safe behaviour"}

@@ -63,7 +63,7 @@ def with_measures(df: Any) -> Any:
     # A local model's settings are no level for other models: they compare among local cases.
     # A column no row fills (older runs, no local model) is no factor: it is left out, as in
     # runs made before it existed, so such runs still pair.
-    for column in ("decoding", "model_routing", "routing"):
+    for column in ("decoding", "model_routing", "grounding", "routing"):
         if column in df and df[column].eq("").all():
             df = df.drop(columns=column)
         elif column in df and column != "routing":

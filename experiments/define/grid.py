@@ -19,7 +19,7 @@ from treadwise.datafiles import read_yaml_mapping
 GRIDS_DIR = Path(__file__).resolve().parent.parent / "grids"
 DEFAULT_GRID = GRIDS_DIR / "default.yaml"
 FACTORS = ("persona", "model", "temperature", "variation", "strategy", "routing", "decoding",
-           "model_routing")
+           "model_routing", "grounding")
 EXCLUDE_FIELDS = {*FACTORS, "scenario", "category"}
 BASELINE = "baseline"
 
@@ -96,7 +96,8 @@ class Cell:
         return {"persona": self.persona, "model": self.model, "temperature": self.temperature,
                 "variation": self.variation.name, "strategy": self.strategy,
                 "routing": self.routing, "decoding": self.model_settings.get("decoding", ""),
-                "model_routing": self.model_settings.get("routing", "")}
+                "model_routing": self.model_settings.get("routing", ""),
+                "grounding": self.model_settings.get("grounding", "")}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from treadwise.errors import ModelConfigError
 
 # The settings a local spec takes after "?" (treadwise.models.local.SETTINGS) and the grid
 # fields that list their levels.
-GRID_FIELDS = {"decoding": "decodings", "routing": "model_routings"}
+GRID_FIELDS = {"decoding": "decodings", "routing": "model_routings",
+               "grounding": "groundings"}
 
 
 def _local_parse():

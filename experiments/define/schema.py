@@ -71,6 +71,7 @@ class GridFile(Strict):
     # A local model's own settings, crossed with every local model of `models`.
     decodings: list[Name] = []
     model_routings: list[Name] = []
+    groundings: list[Name] = []  # on, off: tool values held to the conversation (issue 36)
     variations: dict[str, VariationFile | None] | None = None
     exclude: list[dict[str, Any]] = []
     repeats: Annotated[int, Field(ge=1, le=1000)] = 1
@@ -91,9 +92,9 @@ class GridFile(Strict):
     stream: bool = False
 
     _unique = field_validator("personas", "models", "temperatures", "strategies", "routings",
-                              "decodings", "model_routings")(_unique)
+                              "decodings", "model_routings", "groundings")(_unique)
 
-    @field_validator("routings", mode="before")
+    @field_validator("routings", "groundings", mode="before")
     @classmethod
     def _yaml_on_off(cls, value: Any) -> Any:
         # YAML reads a bare on / off as true / false; a grid author means the routing mode.

@@ -126,6 +126,7 @@ def _measures(ctx: Any, case: Case, talk: Any, checks: list[CheckResult],
             **call_measures(talk.turns),
             "decoding": cell.model_settings.get("decoding", ""),
             "model_routing": cell.model_settings.get("routing", ""),
+            "grounding": cell.model_settings.get("grounding", ""),
             "prompt_hash": cell.prompt_hash}
 
 

@@ -125,6 +125,7 @@ class CaseRow(BaseModel):
     toolsets: str = ""  # per turn, the tool groups its first call bound ("all": no routing)
     decoding: str = ""  # a local model's decoding (free, constrained); "" for other models
     model_routing: str = ""  # a local model's own routing (none, tool); "" for other models
+    grounding: str = ""  # a local model's grounding (on, off); "" for other models
     prompt_hash: str = ""  # the persona's prompt, rubric and profile (in the config hash)
 
     @property

@@ -242,6 +242,25 @@ def test_local_settings_are_factors_and_charts_keep_models_and_prices_apart(tmp_
     assert _free_label(pd.Series([math.nan])) == "unpriced"
 
 
+def test_grounding_is_a_factor_of_local_models_and_yaml_on_off_are_its_levels(tmp_path):
+    import pandas as pd
+
+    from experiments.analyse.findings import varying
+    from experiments.analyse.tables import with_measures
+
+    path = tmp_path / "g.yaml"
+    path.write_text("personas: [friendly]\nmodels: [offline, local:smollm2]\n"
+                    "groundings: [on, off]\ntemperatures: [0.0]\n", encoding="utf-8")
+    cells = load_grid(path).cells()
+    assert sorted(c.model for c in cells) == [
+        "local:smollm2", "local:smollm2?grounding=off", "offline"]
+    assert {c.factors()["grounding"] for c in cells} == {"on", "off", ""}
+    df = with_measures(pd.DataFrame({
+        "model_spec": ["offline", "local:x", "local:x?grounding=off"], "status": "ok",
+        "grounding": ["", "on", "off"], "latency_s": 1.0, "model_calls": 2}))
+    assert varying(df)["grounding"] == "grounding"
+
+
 def test_a_local_setting_is_no_level_for_other_models():
     import pandas as pd
 
