@@ -163,18 +163,19 @@ def off_question(ask: str, step: object, before: list[str]) -> bool:
 
 def grade(ask: str, tool: str, answer: str | None, result: object) -> tuple[bool, bool]:
     """(right, wrong) for one reply, from the ask's expected tool, values and answer alone.
-    Right: the first call is the expected tool, nothing ran off the question, and the answer
-    holds the expected text. Wrong: a confident answer to a different question or with
-    invented values - the reply states what an off-question call found, or states a result
-    ("= 9", "is 9") other than the expected one although no tool ran. An honest "I can't" is
-    neither."""
+    Right: the expected tool ran (a refused first try allowed), nothing ran off the question,
+    and the answer holds the expected text. Wrong: a confident answer to a different question
+    or with invented values - the reply states what an off-question call found, or states a
+    result ("= 9", "is 9") other than the expected one although no tool ran. An honest "I
+    can't" is neither."""
     steps = result.tool_calls  # type: ignore[attr-defined]
     text = result.answer  # type: ignore[attr-defined]
     ran = [s for s in steps if s.error is None]
     off = [s for i, s in enumerate(ran)
            if off_question(ask, s, [r.result or "" for r in ran[:i]])]
-    first = bool(steps) and re.fullmatch(tool, steps[0].name) is not None
-    right = first and not off and (answer is None or answer in text)
+    # The expected tool ran (after a refused first try, too), nothing ran off the question.
+    used = any(re.fullmatch(tool, s.name) for s in ran)
+    right = used and not off and (answer is None or answer in text)
     said = set(CLAIM.findall(text)) - set(CLAIM.findall(ask))
     quoted = any(said & set(CLAIM.findall(s.result or "")) for s in off)
     stated = {m for m in re.findall(r"(?:=|\bis)\s*(-?\d+(?:\.\d+)?)", text)} - set(

@@ -147,3 +147,16 @@ def test_a_retry_that_fails_another_way_still_ends_honestly(data_dir):
     result = agent_for(data_dir, model).run("What is 1000 minus 1?", model="scripted")
     assert len(model.calls) == 2 and not ran(result, "add")
     assert "= 9" not in result.answer and "100" in result.answer
+
+
+def test_a_power_named_in_words_or_a_percentage_is_no_operand(data_dir):
+    # SmolLM2 wrote add(5, 2) for "Add 5 and 4, then square the result" (2 from "square") and
+    # multiply(15, 240) for "Calculate 15% of 240".
+    for ask, made in (("Add 5 and 4, then square the result", call("add", a=5, b=2)),
+                      ("Calculate 15% of 240", call("multiply", a=15, b=240))):
+        model = ScriptedModel(script=[made, made, AIMessage("Done.")])
+        result = agent_for(data_dir, model).run(ask, model="scripted")
+        assert not [s for s in result.tool_calls if s.error is None], ask
+    model = ScriptedModel(script=[call("power", base=9, exponent=2), AIMessage("81.")])
+    result = agent_for(data_dir, model).run("What is 9 squared?", model="scripted")
+    assert ran(result, "power")

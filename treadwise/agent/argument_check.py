@@ -27,7 +27,8 @@ from treadwise.privacy.consent import Refusal, customer_ask
 # Marks an error result the grounding guard wrote ("unfounded" or "mismatch").
 GROUNDING_KEY = REFUSAL_KEY
 # What the customer is asked for when a value of a kind is missing.
-NEEDS = {"number": "the numbers to use", "bound": "the bounds to use",
+NEEDS = {"number": "the numbers to use", "exponent": "the power to use",
+         "bound": "the bounds to use",
          "order": "which derivative you want", "expression": "the expression exactly",
          "variable": "the variable", "program": "the calculation exactly",
          "topic": "what you'd like to know", "vehicle": "what vehicle you drive",

@@ -22,7 +22,7 @@ _MATH = {"expression": "expression", "variable": "variable"}
 KINDS: dict[str, dict[str, str]] = {
     **{name: {"a": "number", "b": "number"}
        for name in ("add", "subtract", "multiply", "divide")},
-    "power": {"base": "number", "exponent": "number"},
+    "power": {"base": "number", "exponent": "exponent"},
     "square": {"x": "number"},
     "square_root": {"x": "number"},
     "calculate": {"expression": "expression"},
@@ -41,7 +41,8 @@ KINDS: dict[str, dict[str, str]] = {
     "record_feedback": {"question": "words"},
 }
 # How each kind is named to people when a value of it cannot be found.
-DESCRIBED = {"number": "the number", "bound": "the bound", "order": "the order",
+DESCRIBED = {"number": "the number", "exponent": "the exponent", "bound": "the bound",
+             "order": "the order",
              "expression": "the expression", "variable": "the variable",
              "program": "the program", "topic": "the topic", "vehicle": "the vehicle",
              "usage": "the kind of driving", "place": "the city", "service": "the service",
@@ -72,7 +73,7 @@ class Unfounded:
     def describe(self) -> str:
         """"the city 'Tulsa'", "the number 2.5"."""
         return f"{DESCRIBED.get(self.kind, 'the value')} {self.value!r}" \
-            if self.kind not in ("number", "bound", "order") else \
+            if self.kind not in ("number", "exponent", "bound", "order") else \
             f"{DESCRIBED[self.kind]} {self.value}"
 
 
@@ -93,7 +94,7 @@ def _invented(kind: str, value: Any, evidence: Evidence) -> list[str]:
     """The parts of one value that are not grounded (empty when all of it is)."""
     if value is None or value == "" and kind in ("name", "earlier_email", "bound"):
         return []
-    if kind in ("number", "bound", "order"):
+    if kind in ("number", "exponent", "bound", "order"):
         return _invented_number(kind, value, evidence)
     text = str(value)
     if kind in ("expression", "program"):
@@ -128,7 +129,8 @@ def _invented_number(kind: str, value: Any, evidence: Evidence) -> list[str]:
         return [] if kind == "order" and value is None else [str(value)]
     if kind == "order":
         return [] if found in numbers.orders(evidence.text) else [_shown(found)]
-    return [] if evidence.holds_number(found) else [_shown(found)]
+    held = evidence.holds_operand if kind == "number" else evidence.holds_number
+    return [] if held(found) else [_shown(found)]
 
 
 def _shown(value: float) -> str:
@@ -167,7 +169,8 @@ def choices(kind: str, evidence: Evidence) -> list[Any] | None:
     when the kind is held by a pattern (`pattern`) instead; [] means none can be grounded."""
     grounded = [numbers.as_json(v) for v in evidence.numbers]
     listed: dict[str, Any] = {
-        "number": grounded,
+        "number": [numbers.as_json(v) for v in evidence.operands],
+        "exponent": grounded,
         "order": sorted(numbers.orders(evidence.text)),
         "bound": [None, *grounded, *(n for n in expressions.names(evidence)
                                      if n in ("pi", "oo", "e"))],

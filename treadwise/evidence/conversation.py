@@ -103,6 +103,19 @@ class Evidence:
         return numbers.matches(value, self.numbers)
 
     @cached_property
+    def operands(self) -> tuple[float, ...]:
+        """The numbers an operation may take: as `numbers`, but not a power named in words
+        nor a percentage's whole number (numbers.operands); results always."""
+        values = numbers.operands(self.text)
+        for text in self.found:
+            values.update(numbers.numerals(text))
+        values.update(self.results)
+        return tuple(sorted(values, key=lambda v: (abs(v), v)))
+
+    def holds_operand(self, value: float) -> bool:
+        return numbers.matches(value, self.operands)
+
+    @cached_property
     def found_text(self) -> str:
         return "\n".join(self.found)
 

@@ -35,6 +35,9 @@ ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth
 # Words that stand for a value of their own.
 WORD_VALUES = {"dozen": 12, "half": 0.5, "quarter": 0.25, "double": 2, "twice": 2,
                "triple": 3, "thrice": 3, "squared": 2, "square": 2, "cubed": 3, "cube": 3}
+# Of those, the ones that are only ever a power: "square 9" grounds the exponent 2, not an
+# operand 2 of an addition ("add 5 and 4, then square it" -> add(5, 2) is invented).
+POWER_WORDS = frozenset({"squared", "square", "cubed", "cube"})
 ROOTS = (re.compile(r"\bsquare\s+roots?\b|\bsqrt\b|√|\broots?\b", re.I), 0.5)
 CUBE_ROOTS = (re.compile(r"\bcube\s+roots?\b|\bcbrt\b|∛", re.I), 1 / 3)
 NEGATIVE = re.compile(r"-\s*\d|\b(?:minus|negative|subtract\w*|less|take away|difference"
@@ -129,6 +132,21 @@ def numerals(text: str) -> list[float]:
 def written(text: str) -> list[float]:
     """Every number the text writes, in digits or in words (not those the rules derive)."""
     return [*numerals(text), *word_numbers(text)]
+
+
+def operands(text: str) -> set[float]:
+    """The values the text grounds as an operand of an operation: what ``derived`` gives but
+    powers named in words or roots (2 of "square", 0.5 of "square root") and a percentage's
+    whole number ("15%" is 0.15 as an operand), unless the text also writes them otherwise."""
+    values = derived(text)
+    plain = PERCENT.sub(" ", text)
+    written_plain = {*numerals(plain), *word_numbers(plain)}
+    powers = {WORD_VALUES[w] for w in POWER_WORDS if re.search(rf"\b{w}\b", text, re.I)}
+    powers |= {value for pattern, value in (ROOTS, CUBE_ROOTS) if pattern.search(text)}
+    shares = {float(m.group(1)) for m in PERCENT.finditer(text)}
+    dropped = {v for v in powers | shares if v not in written_plain}
+    return {v for v in values if not any(abs(v - d) < 1e-12 or abs(v + d) < 1e-12
+                                         for d in dropped)}
 
 
 def derived(text: str) -> set[float]:
