@@ -104,7 +104,8 @@ def test_gemini_client_streams_a_tool_round_trip(agent, gemini_server):
 def test_the_final_call_disables_tools_where_the_provider_supports_it(agent, openai_server):
     openai_server.brain = scripted(Reply(tool_calls=[{"name": "get_business_info",
                                                       "args": {"topic": "hours"}}]))
-    result = agent.run("loop", model="openai:gpt-4o-mini")
+    # The topic is the customer's (the grounding guard refuses one they never named).
+    result = agent.run("loop on your opening hours", model="openai:gpt-4o-mini")
     assert len(openai_server.requests) == 5 and result.stopped_by_cap
     assert openai_server.requests[-1]["tool_choice"] == "none"
     assert all("tool_choice" not in r for r in openai_server.requests[:-1])
