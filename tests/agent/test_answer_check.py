@@ -118,3 +118,14 @@ def test_a_derivative_of_an_order_nobody_asked_for_is_refused(data_dir):
         call("differentiate", 1, expression="x^4", variable="x", order=4), quoting])
     result = agent_for(data_dir, model).run("Find the derivative of x^4", model="scripted")
     assert "24" not in result.answer and "4" in result.answer
+
+
+def test_a_percentage_as_a_rise_is_not_the_share_asked_for(data_dir):
+    # SmolLM2's retry for "Calculate 15% of 240": multiply(1.15, 240) = 276.
+    model = ScriptedModel(script=[call("multiply", a=1.15, b=240),
+                                  call("multiply", 1, a=1.15, b=240), quoting])
+    result = agent_for(data_dir, model).run("Calculate 15% of 240", model="scripted")
+    assert "276" not in result.answer
+    raised = ScriptedModel(script=[call("multiply", a=1.15, b=240), quoting])
+    result = agent_for(data_dir, raised).run("What is 240 increased by 15%?", model="scripted")
+    assert result.answer.endswith("= 276")

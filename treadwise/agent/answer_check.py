@@ -85,9 +85,11 @@ def _operand_values(found: Calculation) -> list[float]:
     return values
 
 
-def _used(wanted: float, used: Iterable[float]) -> bool:
-    """A number of the question is among a call's operands (as a percent too: 15% as 0.15)."""
-    forms = (wanted, -wanted, wanted / 100, 1 + wanted / 100, 1 - wanted / 100)
+def _used(wanted: float, used: Iterable[float], changed: bool = True) -> bool:
+    """A number of the question is among a call's operands (as a percent too: 15% as 0.15,
+    and as 1.15 or 0.85 when the question raises or cuts by it)."""
+    forms = (wanted, -wanted, wanted / 100) + ((1 + wanted / 100, 1 - wanted / 100)
+                                               if changed else ())
     return any(numbers.matches(u, forms) for u in used)
 
 
@@ -158,7 +160,8 @@ def _math_problems(found: Calculation, messages: Sequence[AnyMessage],
             break
     # "the first one", "that one": the word one is seldom an operand.
     asked = [*numbers.numerals(clause), *(w for w in numbers.word_numbers(clause) if w != 1)]
-    left = [w for w in asked if not _used(w, used)
+    changed = numbers.CHANGE.search(clause) is not None
+    left = [w for w in asked if not _used(w, used, changed)
             and not (uses_earlier and numbers.matches(w, earlier))]
     if left:
         problems.append(f"I left out {numbers.as_json(left[0])}")

@@ -3,8 +3,8 @@
 A value is grounded in a text when the text writes it (15, 2.5, 1,000, twelve, 15%, 3rd) or
 when one declared rule gives it from what is written:
 
-- percent to fraction: "15%" or "15 percent" also means 0.15 (and 1.15, 0.85 for a rise or a
-  cut of 15%);
+- percent to fraction: "15%" or "15 percent" also means 0.15 (and 1.15, 0.85 when the text
+  raises or cuts something by it);
 - number words and ordinals: "twelve", "twenty-one", "a dozen", "half", "twice", "second";
 - constants: pi (π) and e, when the text names them;
 - powers and roots: "squared" is 2, "cubed" 3, a square root the power 0.5, a cube root 1/3;
@@ -47,6 +47,10 @@ E_CONSTANT = re.compile(r"(?<![\w.])e(?![\w])|\be\^|\bexp\b|euler", re.I)
 # Digits, with thousands separators, a decimal part and superscript powers (x² is 2).
 NUMERAL = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,]*\d)|\d*\.?\d+")
 SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+# Words by which a percentage raises or cuts an amount (15% more: 1.15 of it).
+CHANGE = re.compile(r"\b(?:increas\w*|decreas\w*|more|less|off|discount\w*|mark\s?up|tax|tip"
+                    r"|ris\w*|raise\w*|cut\w*|reduc\w*|grow\w*|drop\w*|add\w*|plus|minus"
+                    r"|subtract\w*|interest|up|down|gain\w*|los[st]\w*)\b", re.I)
 PERCENT = re.compile(r"(\d*\.?\d+)\s*(?:%|per\s*cent\b|percent\b)", re.I)
 # A unit, the quantity it measures, and its size in that quantity's base unit.
 UNITS: dict[str, tuple[str, float]] = {
@@ -152,9 +156,12 @@ def operands(text: str) -> set[float]:
 def derived(text: str) -> set[float]:
     """Every value the text grounds: what it writes and what the declared rules give."""
     values = {*numerals(text), *word_numbers(text, values=True)}
+    changed = CHANGE.search(text) is not None
     for match in PERCENT.finditer(text):
         share = float(match.group(1)) / 100
-        values.update((share, 1 + share, 1 - share, 100.0))
+        values.update((share, 100.0))
+        if changed:  # "15% more" is 1.15 of the amount, "15% off" 0.85
+            values.update((1 + share, 1 - share))
     if PI.search(text):
         values.add(math.pi)
     if E_CONSTANT.search(text):

@@ -40,3 +40,17 @@ def next_step(question: str, results: Sequence[ToolMessage]) -> str | None:
     if found is None or found.exact is None:
         return None
     return steps[len(done)].with_result(str(found.exact))
+
+
+def chain(question: str, results: Sequence[ToolMessage]) -> list[str]:
+    """Each step's statement once a two-step ask has a result for every step ("5 + 4 = 9",
+    "9² = 81"); [] for any other turn."""
+    from treadwise.evidence.clauses import plan
+    from treadwise.tools.math_results import calculation_of
+
+    steps = plan(question)
+    found = [calculation_of(r) for r in results if r.status != "error"]
+    if len(steps) < 2 or len(found) != len(steps) or len(results) != len(steps) \
+            or any(f is None or not f.statement for f in found):
+        return []
+    return [f.statement for f in found if f is not None]

@@ -273,6 +273,12 @@ class LocalTurn:
                                              self.options.temperature, self._rng())
         if opener:
             yield opener + " "
+        if self.options.grounding == "on" and (steps := grounding.chain(self.question,
+                                                                        self.results)):
+            # A two-step ask's answer is each step's statement in turn, the last one final
+            # (quoting, SmolLM2 stopped after the first: "5 + 4 = 9" for "... then square it").
+            yield "\n".join(steps) + (_joiner(steps[-1]) + closer if closer else "")
+            return
         blocks = prompts.answer_prompt(self.system, self.question, self.results)
         # Held to the grammar, the answer quotes the results' own sentences and nothing else.
         lines = prompts.result_lines(self.results)
