@@ -34,7 +34,8 @@ def next_step(question: str, results: Sequence[ToolMessage]) -> str | None:
 
     steps = plan(question)
     done = [r for r in results if r.status != "error"]
-    if len(steps) < 2 or not done or len(done) != len(results) or len(done) >= len(steps):
+    # A refused try before a step's result is the one retry's business, not a stop.
+    if len(steps) < 2 or not done or results[-1].status == "error" or len(done) >= len(steps):
         return None
     found = calculation_of(done[-1])
     if found is None or found.exact is None:
@@ -50,7 +51,7 @@ def chain(question: str, results: Sequence[ToolMessage]) -> list[str]:
 
     steps = plan(question)
     found = [calculation_of(r) for r in results if r.status != "error"]
-    if len(steps) < 2 or len(found) != len(steps) or len(results) != len(steps) \
+    if len(steps) < 2 or len(found) != len(steps) or results[-1].status == "error" \
             or any(f is None or not f.statement for f in found):
         return []
     return [f.statement for f in found if f is not None]

@@ -131,7 +131,12 @@ class LocalTurn:
                 yield from self._call_or_answer(
                     self._pick([t for t in tools if function_of(t)["name"] != refused]))
             elif (step := self._next_step()) is not None:
-                yield from self._call_or_answer(self._pick(tools, step))
+                call = self._pick(tools, step)
+                if call is not None and self._repeated(call):
+                    # Picking the first step's call again: the step's tool is another one.
+                    call = self._pick([t for t in tools if function_of(t)["name"] != call.name],
+                                      step)
+                yield from self._call_or_answer(call)
             elif self.results:
                 yield from self._answer()
             else:
