@@ -213,3 +213,29 @@ def test_a_local_prompt_keeps_who_speaks_and_drops_the_rules_and_notes():
     assert "You are the Technical Expert." in kept and "More tools" not in kept
     assert "How you work" not in kept and len(kept) // 4 < 200
     assert persona_line(system) == "You are the Technical Expert."
+
+
+def _result(operation: str, statement: str, exact: str, error: bool = False):
+    from langchain_core.messages import ToolMessage
+
+    from treadwise.tools.math_results import Calculation
+
+    if error:
+        return ToolMessage("Refused: ...", tool_call_id=operation, name=operation,
+                           status="error", additional_kwargs={"treadwise_grounding": "mismatch"})
+    return ToolMessage(statement, tool_call_id=operation, name=operation, artifact=Calculation(
+        kind="math", operation=operation, operands={}, statement=statement, exact=exact))
+
+
+def test_a_two_step_ask_is_picked_step_by_step_with_the_first_result_written_in():
+    from treadwise.models.local_grounding import chain, next_step, retrying
+
+    ask = "Add 5 and 4, then square the result"
+    first = _result("add", "5 + 4 = 9", "9")
+    assert next_step(ask, [first]) == "square 9"
+    # A refused try before the first result is the retry's business; the chain carries on.
+    assert next_step(ask, [_result("add", "", "", error=True), first]) == "square 9"
+    done = [first, _result("square", "9² = 81", "81")]
+    assert next_step(ask, done) is None and chain(ask, done) == ["5 + 4 = 9", "9² = 81"]
+    assert next_step("Add 5 and 4", [first]) is None and chain("Add 5 and 4", [first]) == []
+    assert retrying([_result("add", "", "", error=True)]) and not retrying([first])
