@@ -1,0 +1,62 @@
+"""Markdown pieces the reports share: percentages, points, intervals and tables."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def pct(value: float | None) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{value:.0%}"
+
+
+def money(value: float) -> str:
+    if value is None or math.isnan(value):
+        return "unknown"
+    return "$0 (free)" if value == 0 else f"${value:.4f}"
+
+
+def interval(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    if math.isnan(row[low]):
+        return "n/a" if row.get("scenarios", 1) == 0 else "too few scenarios"
+    return f"{pct(row[low])}-{pct(row[high])}"
+
+
+def number(value: float, spec: str = ".3f") -> str:
+    return "n/a" if value is None or math.isnan(value) else format(value, spec)
+
+
+def points(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value * 100:+.0f} pts"
+
+
+def span(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    """An interval of differences in points, or why there is none."""
+    if math.isnan(row[low]):
+        return row.get("note") or "no interval"
+    return f"{points(row[low])} to {points(row[high])}"
+
+
+def confidence(row: Any) -> str:
+    """An interval's level as a reader sees it: 95%, 99.7%."""
+    level = row.get("confidence", math.nan)
+    return "" if level != level else f"{100 * level:.4g}%"
+
+
+def p_value(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.3g}"
+
+
+def level(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def table(frame: Any, columns: dict[str, Any]) -> str:
+    """A Markdown table: header -> column name or a function of the row."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for _, row in frame.iterrows():
+        cells = [fn(row) if callable(fn) else str(row[fn]) for fn in columns.values()]
+        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ")
+                                       for c in cells) + " |")
+    return "\n".join(lines)
