@@ -106,8 +106,8 @@ def _write(result: Comparison, name_a: str, name_b: str, chart: bool) -> None:
                + (" ..." if len(names) > 10 else "")
                for label, names in (("Only in A", pairing.only_a), ("Only in B", pairing.only_b))
                if names),
-             f"- {len(changed)} of {len(frame)} configurations changed (shown at the report's "
-             "5% error rate)"
+             f"- {len(changed)} of {len(frame)} configurations changed significantly (at the "
+             "report's one 5% error rate)"
              + (": " + "; ".join(f"{r.configuration} ({points(r.diff)})"
                                  for r in changed.itertuples()) if len(changed) else "."),
              "", table(frame, {

@@ -56,7 +56,8 @@ def test_runs_of_one_grid_are_paired_by_configuration_scenario_and_repeat(runs, 
     assert pairing.only_a == [f"technical / {OFFLINE_LABEL} / T=0 / baseline / react [c]"]
     assert pairing.overall.pairs == 39 and pairing.overall.unmatched == 1
     report = result.report.read_text()
-    assert "1 of 2 configurations changed (shown at the report's 5% error rate)" in report
+    assert "1 of 2 configurations changed significantly (at the report's one 5% error rate)" \
+        in report
     assert "Only in A (not compared): technical" in report
     assert "left out because the other run errored" in report
     assert "![B - A per configuration](comparison.png)" in report

@@ -63,7 +63,8 @@ def test_rates_at_4_scenarios_cover_at_least_95_percent_at_t0():
 def test_agreeing_scenarios_leave_a_difference_open_by_their_number_not_their_cells():
     every = compared(np.zeros(23))
     # Exactly the binomial bound: 1 - 0.025 ** (1 / 23) of scenarios could differ unseen.
-    assert every["low"] == pytest.approx(-(1 - 0.025 ** (1 / 23))) and every["high"] == -every["low"]
+    assert every["low"] == pytest.approx(-(1 - 0.025 ** (1 / 23)))
+    assert every["high"] == -every["low"]
     assert compared(np.zeros(10))["high"] > 0.25  # fewer scenarios, wider
     # 23 agreeing scenarios cannot show a difference that exists on a tenth of scenarios.
     assert compared(np.zeros(23))["high"] > 0.10
