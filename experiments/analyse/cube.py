@@ -40,35 +40,62 @@ class Cube:
         return 1 + self.factors.index(factor)
 
 
-def build(frame: Any, factors: Sequence[str], column: str = "value") -> Cube:
-    """The cube of `frame`'s `column` (rows: scenario, repeat, the factors); rows sharing a
-    cell and repeat are averaged."""
+@dataclass(frozen=True)
+class Layout:
+    """Where each row of a frame goes in a cube: its scenarios, factors' levels and the flat
+    cell-and-repeat index of each row (made once, filled with as many measures as needed)."""
+
+    scenarios: list[Any]
+    factors: list[str]
+    levels: list[list[Any]]
+    shape: tuple[int, ...]
+    flat: np.ndarray
+
+
+def _codes(column: Any, order: list[Any]) -> np.ndarray:
+    import pandas as pd
+
+    codes = pd.Index(order).get_indexer(column) if order else np.full(len(column), -1)
+    return np.where(codes < 0, len(order), codes)  # a blank level: the slot after the levels
+
+
+def layout(frame: Any, factors: Sequence[str]) -> Layout:
+    """The layout of `frame`'s rows (scenario, repeat and the factors' columns)."""
     import pandas as pd
 
     scenario_codes, scenarios = pd.factorize(frame["scenario"], sort=True)
     repeat_codes, repeats = pd.factorize(frame["repeat"], sort=True)
     codes, levels, shape = [scenario_codes], [], [len(scenarios)]
     for factor in factors:
-        order = level_order(frame[factor])
-        index = {level: n for n, level in enumerate(order)}
-        found = frame[factor].map(index)
-        blank = found.isna()
-        codes.append(found.fillna(len(order)).to_numpy(int))
+        column = frame[factor]
+        order = level_order(column)
+        codes.append(_codes(column, order))
         levels.append(order)
-        shape.append(len(order) + int(blank.any()))
+        shape.append(len(order) + int(bool(column.isna().any())))
     codes.append(repeat_codes)
     shape.append(len(repeats))
-    flat = np.ravel_multi_index(codes, shape)
-    value = frame[column].to_numpy(float)
+    return Layout(list(scenarios), list(factors), levels, tuple(shape),
+                  np.ravel_multi_index(codes, shape))
+
+
+def fill(where: Layout, value: Any) -> Cube:
+    """The cube of one measure (NaN = errored) laid out as `where` says; rows sharing a cell
+    and repeat are averaged."""
+    value = np.asarray(value, dtype=float)
     answered = ~np.isnan(value)
-    size = int(np.prod(shape))
-    total = np.bincount(flat, np.where(answered, value, 0.0), minlength=size)
-    count = np.bincount(flat, answered.astype(float), minlength=size)
-    ran = np.bincount(flat, minlength=size) > 0
+    size = int(np.prod(where.shape))
+    total = np.bincount(where.flat, np.where(answered, value, 0.0), minlength=size)
+    count = np.bincount(where.flat, answered.astype(float), minlength=size)
+    ran = np.bincount(where.flat, minlength=size) > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         values = np.where(count > 0, total / count, np.nan)
-    return Cube(list(scenarios), list(factors), levels, values.reshape(shape),
-                ran.reshape(shape))
+    return Cube(where.scenarios, where.factors, where.levels, values.reshape(where.shape),
+                ran.reshape(where.shape))
+
+
+def build(frame: Any, factors: Sequence[str], column: str = "value") -> Cube:
+    """The cube of `frame`'s `column` (rows: scenario, repeat, the factors)."""
+    return fill(layout(frame, factors), frame[column].to_numpy(float))
 
 
 def nanmean(array: np.ndarray, axis: Any) -> np.ndarray:
@@ -76,8 +103,7 @@ def nanmean(array: np.ndarray, axis: Any) -> np.ndarray:
     present = ~np.isnan(array)
     total = np.where(present, array, 0.0).sum(axis=axis)
     count = present.sum(axis=axis)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    return np.divide(total, count, out=np.full(np.shape(total), np.nan), where=count > 0)
 
 
 @dataclass(frozen=True)
@@ -133,6 +159,15 @@ def contrasts(cube: Cube, factor: str, pairs: Sequence[tuple[int, int]] | None =
     counts = (~np.isnan(estimate)).reshape(*estimate.shape[:2], -1).sum(axis=(0, 2))
     return Paired(chosen, *(per_scenario(d) for d in (estimate, worst, best)), counts, used,
                   left_out)
+
+
+def joined(each: Sequence[Paired]) -> Paired:
+    """Several factors' contrasts as one (their pairs in order), to compute them at once;
+    `used` and `left_out` are the first's."""
+    return Paired([p for paired in each for p in paired.pairs],
+                  *(np.concatenate([getattr(p, name) for p in each])
+                    for name in ("estimate", "worst", "best", "counts")),
+                  each[0].used, each[0].left_out)
 
 
 def per_scenario(paired: np.ndarray) -> np.ndarray:

@@ -64,19 +64,45 @@ def style_measures(df: Any) -> list[tuple[str, str, tuple[float, float] | None]]
     return [m for m in found if m[0] in df and not df[m[0]].dropna().empty]
 
 
-def family_of(df: Any) -> Family:
+def family_of(df: Any, factors: list[str] | None = None) -> Family:
     """The report's one family: what its summary can claim, from the design alone."""
     scenarios = df["scenario"].nunique()
     if scenarios < MIN_SCENARIOS:
         return Family(scenarios=scenarios)
-    answered = df[df["status"] != ERROR]
-    configurations = answered["config_hash"].nunique()
+    columns = [FACTORS[f] for f in (factors if factors is not None else varying(df))]
+    configurations = df.loc[df["status"] != ERROR, "config_hash"].nunique()
     personas = df["persona"].nunique() if "persona" in df else 0
-    return Family({EFFECTS: sum(pairs(len(cube.level_order(df[c]))) for c in varying(df)
-                                .values()),
+    return Family({EFFECTS: sum(pairs(len(cube.level_order(df[c]))) for c in columns),
                    BEST: max(0, configurations - 1),
                    STYLE: len(style_measures(df)) * pairs(personas)},
                   configurations, scenarios)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run's rows made ready once: its varied factors, success as inference reads it, where
+    each row sits in the outcome cube, and the report's family."""
+
+    df: Any
+    factors: list[str]
+    frame: Any
+    layout: cube.Layout
+    family: Family
+
+
+def prepare(df: Any, family: Family | None = None) -> Prepared:
+    factors = list(varying(df))
+    frame = values(df, "success")
+    return Prepared(df, factors, frame, cube.layout(frame, factors),
+                    family or family_of(df, factors))
+
+
+def measure(df: Any, column: str) -> Any:
+    """One measure's values as an array, NaN where the case errored (or its judge did)."""
+    import pandas as pd
+
+    void = df["status"].eq(ERROR) | (df["status"].eq(JUDGE_ERROR) & (column == JUDGE[0]))
+    return pd.to_numeric(df[column], errors="coerce").astype(float).where(~void).to_numpy()
 
 
 def compare(paired: cube.Paired, level: float, bounded: bool) -> list[dict[str, Any]]:
@@ -116,41 +142,47 @@ def _claims(rows: list[dict[str, Any]], family: Family, kind: str) -> list[dict[
 def effect_table(df: Any, family: Family | None = None, column: str = "success") -> Any:
     """Every pair of every varied factor's levels (later against earlier in the stable
     order), matched on scenario, repeat and the other factors, at the family's level."""
+    ready = prepare(df, family)
+    return _effects(ready, cube.fill(ready.layout, measure(df, column)))
+
+
+def _effects(ready: Prepared, outcomes: cube.Cube) -> Any:
     import pandas as pd
 
-    family = family or family_of(df)
-    factors = list(varying(df))
+    factors, family = ready.factors, ready.family
+    level = family.level(EFFECTS) if family.kinds else ALPHA
+    # A model's effect is over its own settings (averaged): other models have none.
+    averaged = {factor: [f for f in MODEL_SETTINGS if factor == "model" and f in factors]
+                for factor in factors}
+    each = [cube.contrasts(outcomes, factor, averaged=averaged[factor]) for factor in factors]
+    if not each:
+        return pd.DataFrame(columns=EFFECT_COLUMNS)
+    found = iter(_claims(compare(cube.joined(each), level, True), family, EFFECTS))
     rows = []
-    if factors:
-        outcomes = cube.build(values(df, column), factors)
-        level = family.level(EFFECTS) if family.kinds else ALPHA
-        for factor in factors:
-            # A model's effect is over its own settings (averaged): other models have none.
-            averaged = [f for f in MODEL_SETTINGS if factor == "model" and f in factors]
-            paired = cube.contrasts(outcomes, factor, averaged=averaged)
-            names = outcomes.levels[factors.index(factor)]
-            found = _claims(compare(paired, level, True), family, EFFECTS)
-            for (j, i), row in zip(paired.pairs, found, strict=True):
-                if not row["pairs"] and not paired.left_out and len(factors) > 1:
-                    others = [f for f in factors if f != factor and f not in averaged]
-                    row["note"] = (f"not separable: its levels never ran with the same "
-                                   f"{', '.join(others)} (they changed together)")
-                rows.append({"factor": factor, "level": names[j], "reference": names[i],
-                             **row})
+    for factor, paired in zip(factors, each, strict=True):
+        names = outcomes.levels[factors.index(factor)]
+        for j, i in paired.pairs:
+            row = next(found) | {"left_out": paired.left_out}
+            if not row["pairs"] and not paired.left_out and len(factors) > 1:
+                others = [f for f in factors if f != factor and f not in averaged[factor]]
+                row["note"] = (f"not separable: its levels never ran with the same "
+                               f"{', '.join(others)} (they changed together)")
+            rows.append({"factor": factor, "level": names[j], "reference": names[i], **row})
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
-def _configurations(df: Any, labels: dict[str, str]) -> tuple[cube.Cube, Any]:
-    frame = values(df, "success").assign(config=lambda f: f["config"].map(labels))
-    return cube.build(frame, ["config"]), frame
+def configurations(df: Any, labels: dict[str, str], frame: Any = None) -> cube.Cube:
+    """Success by configuration (named by `labels`), scenario and repeat."""
+    frame = values(df, "success") if frame is None else frame
+    return cube.build(frame.assign(config=frame["config"].map(labels)), ["config"])
 
 
-def rate_table(df: Any, labels: dict[str, str]) -> Any:
+def rate_table(df: Any, labels: dict[str, str], configs: cube.Cube | None = None) -> Any:
     """Each configuration's success rate over its scenario means with its 95% interval and
     one simultaneous over every configuration (the winner's: it allows for having picked it)."""
     import pandas as pd
 
-    configs, _ = _configurations(df, labels)
+    configs = configurations(df, labels) if configs is None else configs
     means = cube.nanmean(configs.values, -1).T  # [configuration, scenario]
     count = len(configs.levels[0])
     value, low, high = inference.exact_rate(means)
@@ -164,13 +196,14 @@ def rate_table(df: Any, labels: dict[str, str]) -> Any:
                          "all_high": np.where(few, np.nan, all_high)})
 
 
-def winner_table(df: Any, labels: dict[str, str], family: Family | None = None) -> Any:
+def winner_table(df: Any, labels: dict[str, str], family: Family | None = None,
+                 configs: cube.Cube | None = None) -> Any:
     """The configuration with the highest rate against each other one, paired on scenario and
     repeat, allowing for having picked it (the family's studentized range)."""
     import pandas as pd
 
     family = family or family_of(df)
-    configs, _ = _configurations(df, labels)
+    configs = configurations(df, labels) if configs is None else configs
     names = configs.levels[0]
     rates = cube.nanmean(cube.nanmean(configs.values, -1), 0)
     ranked = sorted((n for n in range(len(names)) if not math.isnan(rates[n])),
@@ -189,36 +222,59 @@ def style_tables(df: Any, family: Family | None = None) -> tuple[Any, Any]:
     """Each style measure (and the judge's score) by persona on scenario means: a mean with
     its 95% interval per persona, and every pair of personas compared, matched on scenario and
     the other factors, at the family's level."""
+    return _style(prepare(df, family))
+
+
+def _style(ready: Prepared) -> tuple[Any, Any]:
     import pandas as pd
 
-    family = family or family_of(df)
-    factors = [f for f in varying(df) if f != "persona"]
+    df, family = ready.df, ready.family
     means, differences = [], []
     level = family.level(STYLE) if STYLE in family.kinds else ALPHA
     for column, name, scale in style_measures(df):
-        frame = values(df, column)
-        if scale is not None:
-            frame["value"] = (frame["value"] - scale[0]) / (scale[1] - scale[0])
-        outcomes = cube.build(frame, ["persona", *factors])
+        value = measure(df, column)
+        span = scale[1] - scale[0] if scale else 1.0
+        outcomes = cube.fill(ready.layout, (value - scale[0]) / span if scale else value)
         paired = cube.contrasts(outcomes, "persona", fill=(0.0, 1.0) if scale else None)
         found = _claims(compare(paired, level, scale is not None), family, STYLE)
-        span = scale[1] - scale[0] if scale else 1.0
-        personas = outcomes.levels[0]
+        personas = outcomes.levels[ready.factors.index("persona")]
         for (j, i), row in zip(paired.pairs, found, strict=True):
             row.update({k: row[k] * span for k in ("effect", "ci_low", "ci_high", "sd", "mdd")})
             differences.append({"measure": name, "column": column, "level": personas[j],
                                 "reference": personas[i], **row})
         claimed = {p for r in differences if r["column"] == column and r["significant"]
                    for p in (r["level"], r["reference"])}
-        for persona, group in values(df, column).groupby("persona"):
-            mean = inference.level_mean(group, "value", scale, count=scale is None)
+        scenario_means = _by_level(outcomes, "persona")
+        cases = df.assign(_value=value).groupby("persona")["_value"].count()
+        for n, persona in enumerate(personas):
+            mean = _level_interval(scenario_means[n], scale)
             means.append({"measure": name, "column": column, "persona": persona,
-                          "cases": int(group["value"].notna().sum()),
-                          "scenarios": mean.scenarios, "mean": mean.value,
-                          "ci_low": mean.low, "ci_high": mean.high,
+                          "cases": int(cases.get(persona, 0)), **mean,
                           "differs": persona in claimed})
     return (pd.DataFrame(means, columns=STYLE_COLUMNS),
             pd.DataFrame(differences, columns=STYLE_DIFFERENCE_COLUMNS))
+
+
+def _by_level(outcomes: cube.Cube, factor: str) -> Any:
+    """[level, scenario]: each level's mean over its cells and repeats in each scenario."""
+    axis = outcomes.axis(factor)
+    count = len(outcomes.levels[axis - 1])
+    moved = np.moveaxis(outcomes.values, axis, 1)[:, :count]
+    return cube.nanmean(moved.reshape(*moved.shape[:2], -1), -1).T
+
+
+def _level_interval(means: Any, scale: tuple[float, float] | None) -> dict[str, Any]:
+    """A level's mean over scenario means with its 95% interval (exact when bounded, t for a
+    count, never below 0), none below MIN_SCENARIOS."""
+    scenarios = int(np.sum(~np.isnan(means)))
+    if scale is not None:
+        value, low, high = (float(x) * (scale[1] - scale[0]) + scale[0]
+                            for x in inference.exact_rate(means))
+    else:
+        value, low, high = inference.mean_interval(means[~np.isnan(means)], count=True)
+    if scenarios < MIN_SCENARIOS:
+        low = high = math.nan
+    return {"scenarios": scenarios, "mean": value, "ci_low": low, "ci_high": high}
 
 
 def style_table(df: Any) -> Any:
@@ -245,7 +301,9 @@ class Findings:
 
 def analyse(df: Any, labels: dict[str, str]) -> Findings:
     """The report's findings from a run's rows (labels: config hash -> configuration name)."""
-    family = family_of(df)
-    style, differences = style_tables(df, family)
-    return Findings(family, effect_table(df, family), winner_table(df, labels, family),
-                    rate_table(df, labels), style, differences)
+    ready = prepare(df)
+    configs = configurations(df, labels, ready.frame)
+    style, differences = _style(ready)
+    return Findings(ready.family, _effects(ready, cube.fill(ready.layout, ready.frame["value"])),
+                    winner_table(df, labels, ready.family, configs),
+                    rate_table(df, labels, configs), style, differences)

@@ -112,51 +112,60 @@ def spread(values: Any, bounded: bool = True) -> Spread:
     """Spread of per-scenario differences [contrast, scenario] (NaN = not compared), on -1..1
     when `bounded`."""
     d = np.atleast_2d(np.asarray(values, dtype=float))
-    n = np.sum(~np.isnan(d), axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.nansum(d, axis=-1) / n
-        var = np.nansum((d - mean[:, None]) ** 2, axis=-1) / (n - 1)
-    ties, mode, dev2 = (np.zeros(len(d)) for _ in range(3))
-    for row, found in enumerate(d):
-        seen = np.round(found[~np.isnan(found)] / TIE) * TIE
-        if len(seen) < 2:
-            continue
-        distinct, counts = np.unique(seen, return_counts=True)
-        top = int(np.argmax(counts))
-        if counts[top] > 1:
-            ties[row], mode[row] = counts[top] / len(seen), distinct[top]
-            dev2[row] = float(np.max((seen - distinct[top]) ** 2))
-    return Spread(n, mean, var, ties, (1 + np.abs(mode)) ** 2, dev2, bounded)
+    present = ~np.isnan(d)
+    n = present.sum(axis=-1)
+    filled = np.where(present, d, 0.0)
+    mean = np.divide(filled.sum(axis=-1), n, out=np.full(len(d), np.nan), where=n > 0)
+    squares = np.where(present, (d - mean[:, None]) ** 2, 0.0).sum(axis=-1)
+    var = np.divide(squares, n - 1, out=np.full(len(d), np.nan), where=n > 1)
+    # The most common value of each row: runs of equal values once sorted (NaN last).
+    rows, width = d.shape
+    ordered = np.sort(np.round(d / TIE) * TIE, axis=-1)
+    same = np.zeros(ordered.shape, bool)
+    same[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+    offset = (np.arange(rows) * width)[:, None]
+    run = np.cumsum(~same, axis=-1) - 1 + offset
+    counts = np.bincount(run[~np.isnan(ordered)], minlength=rows * width).reshape(rows, width)
+    top = counts.argmax(axis=-1)
+    largest = counts[np.arange(rows), top]
+    mode = ordered[np.arange(rows), np.argmax(run - offset == top[:, None], axis=-1)]
+    tied = largest > 1
+    ties = np.where(tied, largest / np.maximum(n, 1), 0.0)
+    dev2 = np.where(tied, np.where(present, (d - mode[:, None]) ** 2, 0.0).max(axis=-1), 0.0)
+    far2 = (1 + np.abs(np.where(tied, mode, 0.0))) ** 2
+    return Spread(n, mean, var, ties, far2, dev2, bounded)
 
 
 def _critical(found: Spread, alpha: Any) -> np.ndarray:
-    from scipy import stats
+    """The two-sided t critical value with G - 1 degrees of freedom (NaN below 2 scenarios)."""
+    from scipy import special
 
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return stats.t.ppf(1 - np.asarray(alpha) / 2, found.n - 1)
+    df = np.where(found.n > 1, found.n - 1, np.nan)
+    return special.stdtrit(df, 1 - np.asarray(alpha, dtype=float) / 2)
 
 
-def variance(found: Spread, alpha: Any) -> np.ndarray:
+def variance(found: Spread, alpha: Any, critical: Any = None) -> np.ndarray:
     """A scenario difference's variance at level alpha: the spread seen, never below what tied
     scenarios leave unknown (the module's docstring)."""
     if not found.bounded:
         return found.var
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        unseen = 1 - (np.asarray(alpha) / 2) ** (1 / np.maximum(found.n, 1))
-        q = unseen * found.ties
-        reach = found.ties * found.far2 + (1 - found.ties) * found.dev2
-        floor = found.n * q * q * reach / _critical(found, alpha) ** 2
-    return np.fmax(found.var, floor)
+    critical = _critical(found, alpha) if critical is None else critical
+    unseen = 1 - (np.asarray(alpha) / 2) ** (1 / np.maximum(found.n, 1))
+    q = unseen * found.ties
+    reach = found.ties * found.far2 + (1 - found.ties) * found.dev2
+    return np.fmax(found.var, found.n * q * q * reach / critical ** 2)
 
 
 def half_width(found: Spread, alpha: Any) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        half = _critical(found, alpha) * np.sqrt(variance(found, alpha) / found.n)
+    critical = _critical(found, alpha)
+    half = critical * np.sqrt(variance(found, alpha, critical) / found.n)
     usable = (found.n >= MIN_SCENARIOS) & (half > 0)
     return np.where(usable, half, np.nan)
 
 
 def limits(found: Spread, alpha: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The interval at level alpha (callers silence numpy's warnings about NaN: below two
+    scenarios there is none, on purpose)."""
     half = half_width(found, alpha)
     low, high = found.mean - half, found.mean + half
     if found.bounded:
@@ -164,20 +173,24 @@ def limits(found: Spread, alpha: Any) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
-def excluded(worst: Spread, best: Spread, alpha: Any) -> np.ndarray:
+def excluded(worst: Spread, best: Spread | None, alpha: Any) -> np.ndarray:
     """Whether 0 lies outside the hull of the two intervals (errors as fails on the level's
-    side, then on the reference's) at level alpha."""
-    low, high = limits(worst, alpha)[0], limits(best, alpha)[1]
+    side, then on the reference's; `best` None: no errors, one interval) at level alpha."""
+    low, high = limits(worst, alpha)
+    if best is not None:
+        high = limits(best, alpha)[1]
     return (low > 0) | (high < 0)
 
 
-def p_values(worst: Spread, best: Spread) -> np.ndarray:
+def p_values(worst: Spread, best: Spread | None) -> np.ndarray:
     """The smallest level at which the interval leaves out 0 (1 when it never does; NaN when
     there is no interval), found by bisection on log(alpha), all contrasts at once."""
-    tested = ~np.isnan(half_width(worst, ALPHA)) & ~np.isnan(half_width(best, ALPHA))
-    low, high = np.full(len(worst.n), -30.0), np.full(len(worst.n), math.log(0.999))
+    tested = ~np.isnan(limits(worst, ALPHA)[0])
+    if best is not None:
+        tested &= ~np.isnan(limits(best, ALPHA)[0])
+    low, high = np.full(len(worst.n), -25.0), np.full(len(worst.n), math.log(0.999))
     never = ~excluded(worst, best, np.exp(high))
-    for _ in range(40):
+    for _ in range(22):  # to a few parts in a million of the level
         middle = (low + high) / 2
         inside = excluded(worst, best, np.exp(middle))
         low, high = np.where(inside, low, middle), np.where(inside, middle, high)
@@ -190,18 +203,23 @@ def differences(estimate: Any, worst: Any, best: Any, alphas: Any,
     answered), `worst` and `best` (errors filled against and for the level), [contrast,
     scenario]; each contrast at its level `alphas`. Returns value, low, high, p, scenarios."""
     value = spread(estimate, bounded)
-    lower, upper = spread(worst, bounded), spread(best, bounded)
+    clean = np.array_equal(worst, best, equal_nan=True)  # no errors: one interval
+    lower = spread(worst, bounded)
+    upper = lower if clean else spread(best, bounded)
     alphas = np.broadcast_to(np.asarray(alphas, dtype=float), value.n.shape)
-    low, high = limits(lower, alphas)[0], limits(upper, alphas)[1]
-    return {"value": value.mean, "low": low, "high": high, "p": p_values(lower, upper),
-            "scenarios": upper.n, "var": variance(value, alphas), "ties": value.ties}
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        low, high = limits(lower, alphas)[0], limits(upper, alphas)[1]
+        return {"value": value.mean, "low": low, "high": high,
+                "p": p_values(lower, None if clean else upper), "scenarios": upper.n,
+                "var": variance(value, alphas), "ties": value.ties}
 
 
 def mean_interval(means: Any, alpha: float = ALPHA, count: bool = False) -> tuple[float, ...]:
     """An unbounded measure's mean over scenario means with its t-interval; NaN bounds when
     fewer than MIN_SCENARIOS or when every scenario agrees; a count never goes below 0."""
     found = spread(np.asarray(means, dtype=float)[None], bounded=False)
-    low, high = limits(found, alpha)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low, high = limits(found, alpha)
     low = np.maximum(low, 0.0) if count else low
     return float(found.mean[0]), float(low[0]), float(high[0])
 

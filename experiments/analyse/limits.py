@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from experiments.analyse import cube, inference
+from experiments.analyse import cube, inference, power
 from experiments.analyse.findings import ERROR, JUDGE_ERROR, Findings, values, varying
 from experiments.analyse.inference import MIN_SCENARIOS
 
@@ -52,21 +52,39 @@ def design_lines(df: Any, found: Findings) -> list[str]:
                      f"fail up to {1 - low:.0%} of scenarios like these (about 1 in "
                      f"{max(2, round(1 / max(1 - low, 1e-9)))}; the exact 95% bound puts its "
                      f"rate at {low:.0%} or more), and two of them could differ by as much.")
-    parts = [f"{points(mdd)} for {factor}" for factor, mdd in
-             found.effects.groupby("factor", sort=False)["mdd"]
-             .agg(lambda s: s.max(skipna=False)).items()]
+    parts, concentrated = [], []
+    for factor, rows in found.effects.groupby("factor", sort=False):
+        worst = rows.loc[rows["mdd"].isna() | (rows["mdd"] == rows["mdd"].max())].iloc[0]
+        parts.append(f"{points(worst['mdd'])} for {factor}")
+        if (share := _as_failures(worst)) is not None:
+            concentrated.append(f"{share:.0%} for {factor}")
     if len(found.winner):
         parts.append(f"{points(found.winner['mdd'].median(skipna=False))} between two single "
                      "configurations")
     if parts:
         lines.append("Differences this grid finds 80% of the time, each at its comparison's "
-                     "level (a shift with the spread seen here; where every scenario agreed, a "
-                     "share of scenarios failing outright): " + "; ".join(parts) + ". Smaller "
-                     "differences are found less often, so a difference the summary does not "
-                     "name may still be there.")
+                     "level, if every scenario moves alike with the spread seen here (where "
+                     "every scenario agreed: if a share of scenarios fails outright): "
+                     + "; ".join(parts) + "." + (
+                         " A difference of that size made of a few scenarios failing "
+                         "outright is found less often: " + "; ".join(concentrated) + " of "
+                         "the time." if concentrated else "") + " Smaller differences are "
+                     f"found less often{' still' if concentrated else ''}, so a difference the "
+                     "summary does not name may still be there.")
     lines.append("Effects are averages over these scenarios: a factor that helps on some and "
                  "hurts on others shows as little or no effect.")
     return lines
+
+
+def _as_failures(row: Any) -> float | None:
+    """How often a difference of the stated size is found when it comes from scenarios
+    failing outright (None where that is already the stated shape, or none is stated)."""
+    if math.isnan(row["mdd"]) or row["note"] or row["sd"] == 0:
+        return None
+    level, scenarios = 1 - row["confidence"], int(row["scenarios"])
+    if row["mdd"] == power.failing_share_detectable(scenarios, level):
+        return None
+    return power.failing_share_power(scenarios, float(row["mdd"]), level)
 
 
 def error_lines(df: Any, labels: dict[str, str]) -> list[str]:

@@ -48,15 +48,20 @@ def noncentrality(scenarios: int, alpha: float) -> float:
     return float(optimize.brentq(shortfall, 0.0, critical + 12.0))
 
 
+@functools.lru_cache(maxsize=1024)
+def _median_unbiased(scenarios: int) -> float:
+    """What a sample variance over `scenarios` is multiplied by to be median-unbiased."""
+    from scipy import stats
+
+    return (scenarios - 1) / float(stats.chi2.median(scenarios - 1))
+
+
 def shift_detectable(scenarios: int, variance: float, alpha: float) -> float:
     """Smallest shift found with 80% power when scenario differences vary by `variance` (as
     estimated from these scenarios; median-unbiased)."""
-    from scipy import stats
-
     if scenarios < MIN_SCENARIOS or not variance > 0 or math.isnan(alpha):
         return math.nan
-    df = scenarios - 1
-    sd = math.sqrt(variance * df / stats.chi2.median(df))
+    sd = math.sqrt(variance * _median_unbiased(scenarios))
     return noncentrality(scenarios, alpha) * sd / math.sqrt(scenarios)
 
 
@@ -71,7 +76,7 @@ def failing_share_rejections(scenarios: int, alpha: float) -> tuple[bool, ...]:
         found = inference.Spread(
             n, -k / n, k * (n - k) / (n * (n - 1)), np.where(tied > 1, tied / n, 0.0),
             np.where(n - k >= k, 1.0, 4.0), np.where((k > 0) & (k < n), 1.0, 0.0), True)
-    low, high = inference.limits(found, np.full(scenarios + 1, alpha))
+        low, high = inference.limits(found, np.full(scenarios + 1, alpha))
     return tuple(bool(x) for x in (high < 0) | (low > 0))
 
 
