@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import resource
 import sys
 import time
 import warnings
@@ -259,7 +260,10 @@ def main() -> None:
     print(f"detectable difference at the ceiling G=23 (a persona failing a share of "
           f"scenarios outright): stated {ceiling:.2f}, found {powers[23]:.2f} of the time "
           f"[goal 0.80, 2 SE {se:.3f}: {'pass' if abs(powers[23] - 0.8) <= se else 'FAIL'}]")
-    print(f"stats_calibration: {time.perf_counter() - started:.0f} s")
+    used = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    print(f"stats_calibration: {time.perf_counter() - started:.0f} s ({used:.0f} s of CPU "
+          "over its processes; the rest was waiting for a busy machine's cores)")
 
 
 if __name__ == "__main__":
