@@ -225,7 +225,7 @@ def _side_by_side(result: LiveReport) -> list[str]:
              f"{pairs} pairs of arms at once ({1 - experiment.alpha:.0%} together, "
              f"{100 * (1 - ranking.level):.4g}% each).", ""]
     if ranking.status:
-        lines += [f"**{ranking.status[:1].upper()}{ranking.status[1:]}.**", ""]
+        lines.append(f"**{ranking.status[:1].upper()}{ranking.status[1:]}.**")
     else:
         lines += ["| rank | arm | persona | model | strength | P(picked over "
                   f"{control}) | decisive picks | error rate |",

@@ -110,6 +110,7 @@ def test_the_best_configurations_rate_allows_for_having_picked_it(tmp_path):
     assert "allows for having picked it" in best and low < alone
 
 
+@pytest.mark.slow
 def test_the_winners_rate_covers_the_truth_when_twelve_configurations_are_equal():
     """12 equal configurations (true rate 0.5), 6 scenarios: the picked best's simultaneous
     interval covers 0.5 in at least 93% of studies (its own 95% interval did 78-90%)."""
@@ -141,6 +142,7 @@ def null_sweep(rng: np.random.Generator, scenarios: int = 6) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_a_report_with_no_true_difference_claims_one_at_most_5_percent_of_the_time():
     """Every factor's levels and the best against the rest form one family: with nothing
     there, some claim appears in at most 5% of reports (per factor it was 9-16%)."""

@@ -113,6 +113,7 @@ def test_one_pick_shows_no_strength_and_says_not_enough_picks_yet() -> None:
     assert "| warm vs exact | 0 | 1 | 0 | 0 |" in text
 
 
+@pytest.mark.slow
 def test_equal_arms_are_rarely_told_apart_however_many() -> None:
     """Three equal arms, 40 visitors each comparing one pair one to three times: some arm is
     named picked over another in at most 5% of studies (all pairs share the 5%)."""

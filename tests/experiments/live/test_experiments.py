@@ -139,6 +139,7 @@ def test_peeking_at_the_confidence_sequence_keeps_false_claims_below_alpha() -> 
     assert _peeked_claims((0.5, 0.65), 40, sequence, seed=8) >= 0.8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.03, 0.05])
 def test_an_arms_rate_holds_at_every_look_even_at_low_rates(rate: float) -> None:
     """Visitors rating up a few percent of their one to three replies, the report read every
