@@ -20,7 +20,7 @@ def level_order(values: Any) -> list[Any]:
     """Levels in a stable order (numbers by value, names alphabetically), blanks left out."""
     import pandas as pd
 
-    found = pd.unique(values.dropna()) if hasattr(values, "dropna") else values
+    found = [v for v in pd.unique(np.asarray(values)) if not pd.isna(v)]
     return sorted(found, key=lambda v: (str(type(v)), v))
 
 
@@ -50,6 +50,20 @@ class Layout:
     levels: list[list[Any]]
     shape: tuple[int, ...]
     flat: np.ndarray
+    scenario_codes: np.ndarray
+    repeat_codes: np.ndarray
+    repeats: int
+
+    def regrouped(self, factor: str, column: Any) -> Layout:
+        """The same rows laid out by one other factor (a configuration) instead."""
+        import pandas as pd
+
+        order = level_order(column)
+        blank = int(bool(np.asarray(pd.isna(column)).any()))
+        shape = (len(self.scenarios), len(order) + blank, self.repeats)
+        codes = [self.scenario_codes, _codes(column, order), self.repeat_codes]
+        return Layout(self.scenarios, [factor], [order], shape,
+                      np.ravel_multi_index(codes, shape), *codes[::2], self.repeats)
 
 
 def _codes(column: Any, order: list[Any]) -> np.ndarray:
@@ -59,15 +73,17 @@ def _codes(column: Any, order: list[Any]) -> np.ndarray:
     return np.where(codes < 0, len(order), codes)  # a blank level: the slot after the levels
 
 
-def layout(frame: Any, factors: Sequence[str]) -> Layout:
-    """The layout of `frame`'s rows (scenario, repeat and the factors' columns)."""
+def layout(frame: Any, factors: Sequence[str], columns: dict[str, str] | None = None
+           ) -> Layout:
+    """The layout of `frame`'s rows: scenario, repeat and the factors (each read from its
+    column in `columns`, default: the column of its name)."""
     import pandas as pd
 
     scenario_codes, scenarios = pd.factorize(frame["scenario"], sort=True)
     repeat_codes, repeats = pd.factorize(frame["repeat"], sort=True)
     codes, levels, shape = [scenario_codes], [], [len(scenarios)]
     for factor in factors:
-        column = frame[factor]
+        column = frame[(columns or {}).get(factor, factor)]
         order = level_order(column)
         codes.append(_codes(column, order))
         levels.append(order)
@@ -75,7 +91,8 @@ def layout(frame: Any, factors: Sequence[str]) -> Layout:
     codes.append(repeat_codes)
     shape.append(len(repeats))
     return Layout(list(scenarios), list(factors), levels, tuple(shape),
-                  np.ravel_multi_index(codes, shape))
+                  np.ravel_multi_index(codes, shape), scenario_codes, repeat_codes,
+                  len(repeats))
 
 
 def fill(where: Layout, value: Any) -> Cube:

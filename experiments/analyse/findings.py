@@ -64,15 +64,17 @@ def style_measures(df: Any) -> list[tuple[str, str, tuple[float, float] | None]]
     return [m for m in found if m[0] in df and not df[m[0]].dropna().empty]
 
 
-def family_of(df: Any, factors: list[str] | None = None) -> Family:
-    """The report's one family: what its summary can claim, from the design alone."""
+def family_of(df: Any, levels: list[int] | None = None) -> Family:
+    """The report's one family: what its summary can claim, from the design alone (`levels`:
+    each varied factor's number of levels, when already known)."""
     scenarios = df["scenario"].nunique()
     if scenarios < MIN_SCENARIOS:
         return Family(scenarios=scenarios)
-    columns = [FACTORS[f] for f in (factors if factors is not None else varying(df))]
+    if levels is None:
+        levels = [len(cube.level_order(df[c])) for c in varying(df).values()]
     configurations = df.loc[df["status"] != ERROR, "config_hash"].nunique()
     personas = df["persona"].nunique() if "persona" in df else 0
-    return Family({EFFECTS: sum(pairs(len(cube.level_order(df[c]))) for c in columns),
+    return Family({EFFECTS: sum(pairs(count) for count in levels),
                    BEST: max(0, configurations - 1),
                    STYLE: len(style_measures(df)) * pairs(personas)},
                   configurations, scenarios)
@@ -85,16 +87,16 @@ class Prepared:
 
     df: Any
     factors: list[str]
-    frame: Any
+    success: Any
     layout: cube.Layout
     family: Family
 
 
 def prepare(df: Any, family: Family | None = None) -> Prepared:
-    factors = list(varying(df))
-    frame = values(df, "success")
-    return Prepared(df, factors, frame, cube.layout(frame, factors),
-                    family or family_of(df, factors))
+    found = varying(df)
+    where = cube.layout(df, list(found), found)
+    return Prepared(df, list(found), measure(df, "success"), where,
+                    family or family_of(df, [len(level) for level in where.levels]))
 
 
 def measure(df: Any, column: str) -> Any:
@@ -171,10 +173,12 @@ def _effects(ready: Prepared, outcomes: cube.Cube) -> Any:
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
-def configurations(df: Any, labels: dict[str, str], frame: Any = None) -> cube.Cube:
+def configurations(df: Any, labels: dict[str, str], ready: Prepared | None = None
+                   ) -> cube.Cube:
     """Success by configuration (named by `labels`), scenario and repeat."""
-    frame = values(df, "success") if frame is None else frame
-    return cube.build(frame.assign(config=frame["config"].map(labels)), ["config"])
+    ready = prepare(df) if ready is None else ready
+    where = ready.layout.regrouped("config", df["config_hash"].map(labels))
+    return cube.fill(where, ready.success)
 
 
 def rate_table(df: Any, labels: dict[str, str], configs: cube.Cube | None = None) -> Any:
@@ -302,8 +306,8 @@ class Findings:
 def analyse(df: Any, labels: dict[str, str]) -> Findings:
     """The report's findings from a run's rows (labels: config hash -> configuration name)."""
     ready = prepare(df)
-    configs = configurations(df, labels, ready.frame)
+    configs = configurations(df, labels, ready)
     style, differences = _style(ready)
-    return Findings(ready.family, _effects(ready, cube.fill(ready.layout, ready.frame["value"])),
+    return Findings(ready.family, _effects(ready, cube.fill(ready.layout, ready.success)),
                     winner_table(df, labels, ready.family, configs),
                     rate_table(df, labels, configs), style, differences)

@@ -69,7 +69,7 @@ def run_spread(df: Any) -> tuple[float, str]:
     """The widest scenario spread of any pair of a factor's levels in a run (sd of one
     difference per scenario), and which factor showed it."""
     ready = findings.prepare(df)
-    outcomes = cube.fill(ready.layout, ready.frame["value"])
+    outcomes = cube.fill(ready.layout, ready.success)
     widest, which = 0.0, ""
     for factor in ready.factors:
         paired = cube.contrasts(outcomes, factor)
