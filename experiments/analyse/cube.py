@@ -63,7 +63,8 @@ class Layout:
         shape = (len(self.scenarios), len(order) + blank, self.repeats)
         codes = [self.scenario_codes, _codes(column, order), self.repeat_codes]
         return Layout(self.scenarios, [factor], [order], shape,
-                      np.ravel_multi_index(codes, shape), *codes[::2], self.repeats)
+                      np.ravel_multi_index(codes, shape), self.scenario_codes,
+                      self.repeat_codes, self.repeats)
 
 
 def _codes(column: Any, order: list[Any]) -> np.ndarray:
@@ -157,7 +158,7 @@ def contrasts(cube: Cube, factor: str, pairs: Sequence[tuple[int, int]] | None =
     drop = tuple(cube.axis(f) for f in averaged)
     if drop:
         sides = [nanmean(side, drop) for side in sides]
-        ran = ran.any(axis=drop)
+        ran = np.asarray(ran.any(axis=drop))
     axis = cube.axis(factor) - sum(1 for d in drop if d < cube.axis(factor))
     sides = [np.moveaxis(side, axis, 1)[:, :count] for side in sides]
     ran = np.moveaxis(ran, axis, 1)[:, :count]
@@ -174,17 +175,19 @@ def contrasts(cube: Cube, factor: str, pairs: Sequence[tuple[int, int]] | None =
     worst = sides[1][:, level] - sides[2][:, reference]
     best = sides[2][:, level] - sides[1][:, reference]
     counts = (~np.isnan(estimate)).reshape(*estimate.shape[:2], -1).sum(axis=(0, 2))
-    return Paired(chosen, *(per_scenario(d) for d in (estimate, worst, best)), counts, used,
-                  left_out)
+    return Paired(chosen, per_scenario(estimate), per_scenario(worst), per_scenario(best),
+                  counts, used, left_out)
 
 
 def joined(each: Sequence[Paired]) -> Paired:
     """Several factors' contrasts as one (their pairs in order), to compute them at once;
     `used` and `left_out` are the first's."""
-    return Paired([p for paired in each for p in paired.pairs],
-                  *(np.concatenate([getattr(p, name) for p in each])
-                    for name in ("estimate", "worst", "best", "counts")),
-                  each[0].used, each[0].left_out)
+    def stacked(name: str) -> np.ndarray:
+        return np.concatenate([getattr(paired, name) for paired in each])
+
+    return Paired([p for paired in each for p in paired.pairs], stacked("estimate"),
+                  stacked("worst"), stacked("best"), stacked("counts"), each[0].used,
+                  each[0].left_out)
 
 
 def per_scenario(paired: np.ndarray) -> np.ndarray:

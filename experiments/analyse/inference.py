@@ -244,9 +244,9 @@ def level_mean(df: Any, outcome: str = "success",
                         note=f"{TOO_FEW} ({scenarios} < {MIN_SCENARIOS})")
     if bounds is not None:
         span = bounds[1] - bounds[0]
-        value, low, high = exact_rate((means - bounds[0]) / span, alpha)
-        return Estimate(*(float(x) * span + bounds[0] for x in (value, low, high)),
-                        RATE_METHOD, scenarios, level=1 - alpha)
+        rate, low, high = (float(x) * span + bounds[0]
+                           for x in exact_rate((means - bounds[0]) / span, alpha))
+        return Estimate(rate, low, high, RATE_METHOD, scenarios, level=1 - alpha)
     value, low, high = mean_interval(means, alpha, count)
     note = "every scenario gives the same value: no interval" if math.isnan(low) else ""
     return Estimate(value, low, high, MEAN_METHOD, scenarios, note=note, level=1 - alpha)
