@@ -112,7 +112,7 @@ def _write(result: Comparison, name_a: str, name_b: str, chart: bool) -> None:
                                  for r in changed.itertuples()) if len(changed) else "."),
              "", table(frame, {
                  "configuration": "configuration", "pairs": "pairs", "scenarios": "scenarios",
-                 "B - A": lambda r: points(r["diff"]), "interval": span, "level": confidence,
+                 "B - A": lambda r: points(r["diff"]), "interval": span, "confidence": confidence,
                  "p (report)": lambda r: "n/a" if math.isnan(r["p_adjusted"]) else
                  f"{r['p_adjusted']:.3g}"})]
     if chart:

@@ -40,8 +40,8 @@ def span(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
 
 def confidence(row: Any) -> str:
     """An interval's level as a reader sees it: 95%, 99.7%."""
-    level = row.get("confidence", math.nan)
-    return "" if level != level else f"{100 * level:.4g}%"
+    level, low = row.get("confidence", math.nan), row.get("ci_low", math.nan)
+    return "-" if level != level or low != low else f"{100 * level:.4g}%"
 
 
 def p_value(value: float) -> str:

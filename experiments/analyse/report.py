@@ -98,7 +98,7 @@ def _configurations(summary: Any) -> list[str]:
 
 
 COMPARED = {"difference": lambda r: points(r["effect"]), "interval": span,
-            "level": confidence, "p (report)": lambda r: p_value(r["p_adjusted"]),
+            "confidence": confidence, "p (report)": lambda r: p_value(r["p_adjusted"]),
             "scenarios": "scenarios",
             "detectable": lambda r: "-" if math.isnan(r["ci_low"]) else
             "none up to 100 pts" if math.isnan(r["mdd"]) else points(r["mdd"]).lstrip("+")}
@@ -111,7 +111,7 @@ def _effects(effects: Any) -> list[str]:
             "repeat and the other factors (so adjusted for them): one difference per scenario, "
             "a t-interval with scenarios - 1 degrees of freedom, floored where scenarios tie, "
             "widened so that an errored case may have been a pass or a fail. Each interval is "
-            "at its comparison's level in the report's one family (the level column); p is on "
+            "at its comparison's level in the report's one family (the confidence column); p is on "
             "the report's scale, below 0.05 exactly when the interval leaves out 0. "
             "'Detectable' is the difference found 80% of the time at that level.", "",
             table(effects, {"factor": "factor", "level": lambda r: level(r["level"]),
@@ -148,7 +148,7 @@ def _style(style: Any, differences: Any) -> list[str]:
             "difference": lambda r: f"{r['effect']:+.2f}",
             "interval": lambda r: r["note"] or "no interval" if math.isnan(r["ci_low"])
             else f"{r['ci_low']:+.2f} to {r['ci_high']:+.2f}",
-            "level": confidence, "p (report)": lambda r: p_value(r["p_adjusted"])})]
+            "confidence": confidence, "p (report)": lambda r: p_value(r["p_adjusted"])})]
     return lines
 
 

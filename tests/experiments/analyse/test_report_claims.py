@@ -72,6 +72,7 @@ def test_a_persona_failing_2_of_23_scenarios_is_not_called_no_difference(tmp_pat
     assert "**persona**: no two levels shown to differ; differences up to" in effect_line
     assert "cannot be ruled out" in effect_line
     assert "no level of any factor differs" not in text
+    assert "| persona | technical | cautious | -9 pts |" in text  # the effects table's row
 
 
 def test_a_12_case_sweep_of_2_scenarios_says_no_test_ran_and_claims_nothing(tmp_path):
