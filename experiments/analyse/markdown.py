@@ -18,9 +18,15 @@ def money(value: float) -> str:
 
 
 def interval(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    """"64–100%", or why there is no interval."""
     if math.isnan(row[low]):
         return "n/a" if row.get("scenarios", 1) == 0 else "too few scenarios"
-    return f"{pct(row[low])}-{pct(row[high])}"
+    return rate_range(row[low], row[high])
+
+
+def rate_range(low: float, high: float) -> str:
+    """Two rates as one range: "64–100%"."""
+    return f"{pct(low).removesuffix('%')}–{pct(high)}"
 
 
 def number(value: float, spec: str = ".3f") -> str:
@@ -52,11 +58,16 @@ def level(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def cells(frame: Any, columns: dict[str, Any]) -> list[list[str]]:
+    """The table's rows as text: header -> column name or a function of the row."""
+    return [[fn(row) if callable(fn) else str(row[fn]) for fn in columns.values()]
+            for _, row in frame.iterrows()]
+
+
 def table(frame: Any, columns: dict[str, Any]) -> str:
     """A Markdown table: header -> column name or a function of the row."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for _, row in frame.iterrows():
-        cells = [fn(row) if callable(fn) else str(row[fn]) for fn in columns.values()]
+    for row in cells(frame, columns):
         lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ")
-                                       for c in cells) + " |")
+                                       for c in row) + " |")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from typing import Any
 
 from experiments.analyse import findings, limits, records_report
 from experiments.analyse.markdown import (
+    cells,
     confidence,
     interval,
     level,
@@ -36,7 +37,8 @@ from experiments.store import RunStore
 from experiments.store.folder import run_status
 from experiments.store.run_store import REPORT_FILE, ran_on_cluster
 
-__all__ = ["ReportError", "load_results", "model_label", "summarise", "write_report"]
+__all__ = ["ReportError", "cells", "configuration_columns", "load_results", "model_label",
+           "summarise", "write_report"]
 
 SUMMARY_FILE = "summary.csv"
 EFFECTS_FILE = "effects.csv"
@@ -58,6 +60,8 @@ def _notes(run_dir: Path, df: Any, meta: dict[str, Any]) -> list[str]:
         notes.append("`offline` is TreadWise's built-in rule-based model, not an LLM: it is "
                      "deterministic at temperature 0 and only varies its wording above 0, and it "
                      "ignores prompt suffixes and max_tokens.")
+    if limit := (meta.get("attempts") or [{}])[-1].get("limit"):
+        notes.append(limit)  # what a case limit left out of the latest attempt
     if stop := meta.get("budget_stop"):
         notes.append(f"The budget stopped the sweep early: {stop.get('reason')}; "
                      f"{stop.get('not_launched')} cases were not run.")
@@ -75,26 +79,31 @@ def _notes(run_dir: Path, df: Any, meta: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _configurations(summary: Any) -> list[str]:
+def configuration_columns(summary: Any) -> dict[str, Any]:
+    """The configurations table's columns (header -> column or function of a summary row), as
+    the report and the app's Experiments tab both show them."""
     outcomes = {f"{name} (95% CI)": (lambda r, c=column: f"{pct(r[f'{c}_rate'])} ("
                                      f"{interval(r, f'{c}_low', f'{c}_high')})")
                 for column, name in findings.OUTCOMES.items()
                 if column != "success" and f"{column}_rate" in summary}
+    return {"configuration": "label", "scenarios": "scenarios", "cases": "n",
+            "errors": "errors", "success": lambda r: pct(r["success_rate"]),
+            "95% CI": interval, **outcomes,
+            "latency/call p50 (s)": lambda r: number(r["latency_per_call_p50_s"]),
+            "first token p50 (s)": lambda r: number(r["ttft_p50_s"]),
+            "HTTP requests/case": lambda r: f"{r['mean_http_attempts']:.1f}",
+            "tokens in/out": lambda r: f"{r['mean_input_tokens']:.0f} / "
+                                       f"{r['mean_output_tokens']:.0f}",
+            "cost/case": lambda r: money(r["mean_cost_usd"])}
+
+
+def _configurations(summary: Any) -> list[str]:
     return ["## Configurations", "", f"All of them are in `{SUMMARY_FILE}`; the first 12 in "
             "order of success (equal rates in name order). A rate is the mean of the "
             "configuration's scenario rates; its 95% interval is exact (Clopper-Pearson) with "
             "n = the scenarios, not the cases, and holds for that configuration alone (the "
             "best's interval in the summary holds for all of them at once).", "",
-            table(summary.head(12), {
-                "configuration": "label", "scenarios": "scenarios", "cases": "n",
-                "errors": "errors", "success": lambda r: pct(r["success_rate"]),
-                "95% CI": interval, **outcomes,
-                "latency/call p50 (s)": lambda r: number(r["latency_per_call_p50_s"]),
-                "first token p50 (s)": lambda r: number(r["ttft_p50_s"]),
-                "HTTP requests/case": lambda r: f"{r['mean_http_attempts']:.1f}",
-                "tokens in/out": lambda r: f"{r['mean_input_tokens']:.0f} / "
-                                           f"{r['mean_output_tokens']:.0f}",
-                "cost/case": lambda r: money(r["mean_cost_usd"])})]
+            table(summary.head(12), configuration_columns(summary))]
 
 
 COMPARED = {"difference": lambda r: points(r["effect"]), "interval": span,

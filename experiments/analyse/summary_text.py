@@ -8,7 +8,7 @@ from typing import Any
 
 from experiments.analyse.family import BEST, EFFECTS, STYLE
 from experiments.analyse.findings import Findings
-from experiments.analyse.markdown import level, pct, points, span
+from experiments.analyse.markdown import level, pct, points, rate_range, span
 
 NOT_TESTED = "not tested: too few scenarios for any interval or test"
 
@@ -80,7 +80,7 @@ def best_line(summary: Any, found: Findings) -> str:
     if chosen is None or math.isnan(chosen["all_low"]):
         bound = "no interval: too few scenarios"
     else:
-        bound = (f"{pct(chosen['all_low'])}-{pct(chosen['all_high'])} with 95% confidence "
+        bound = (f"{rate_range(chosen['all_low'], chosen['all_high'])} with 95% confidence "
                  f"held at once by all {count} configurations' intervals, which allows for "
                  "having picked it")
     facts = (f"{pct(best['success_rate'])} ({bound}; {best['scenarios']} scenarios, "

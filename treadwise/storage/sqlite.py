@@ -24,6 +24,7 @@ from treadwise.storage.leads import (
     validate_lead,
     validate_question,
 )
+from treadwise.storage.migrations import PRODUCT
 
 __all__ = ["InvalidLead", "LeadResult", "Store", "StoreUnavailable", "validate_email"]
 
@@ -31,34 +32,6 @@ T = TypeVar("T")
 
 DB_NAME = "leads.db"
 BUSY_TIMEOUT_S = 30.0  # a busy writer waits rather than losing a lead on a loaded machine
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS leads (
-    id INTEGER PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    email TEXT NOT NULL,
-    email_key TEXT NOT NULL,
-    name TEXT NOT NULL,
-    message TEXT NOT NULL,
-    message_key TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS leads_once ON leads (email_key, message_key);
-CREATE TABLE IF NOT EXISTS feedback (
-    id INTEGER PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    question TEXT NOT NULL,
-    thread_key TEXT
-);
-CREATE TABLE IF NOT EXISTS lead_requests (
-    lead_id INTEGER NOT NULL,
-    thread_key TEXT NOT NULL,
-    PRIMARY KEY (lead_id, thread_key)
-);
-CREATE INDEX IF NOT EXISTS lead_requests_thread ON lead_requests (thread_key);
-"""
-# Files written before conversations were remembered get the column added on first open.
-_UPGRADE = ("ALTER TABLE feedback ADD COLUMN thread_key TEXT",
-            "CREATE INDEX IF NOT EXISTS feedback_thread ON feedback (thread_key)")
 
 
 def _unavailable(exc: BaseException, data_dir: Path) -> StoreUnavailable:
@@ -93,6 +66,17 @@ def retry_locked(action: Callable[[], T], wait_s: float = BUSY_TIMEOUT_S) -> T:
         time.sleep(random.uniform(0.005, 0.05))
 
 
+def truncate_wal(db: sqlite3.Connection, tries: int = 40) -> bool:
+    """Checkpoint the write-ahead log into the database file and truncate it, waiting a
+    little for readers of an older snapshot to finish; True when the log is empty."""
+    for _ in range(tries):
+        busy = retry_locked(lambda: db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+        if not busy or busy[0] == 0:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 class Store(ReadsRows):
     """Leads and feedback in `data_dir/leads.db`; every call opens, commits and closes."""
 
@@ -111,6 +95,8 @@ class Store(ReadsRows):
                                          isolation_level=None)) as db:
                 db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
                 db.execute("PRAGMA synchronous = FULL")
+                # A deleted row's bytes are overwritten, not left in a free page.
+                db.execute("PRAGMA secure_delete = ON")
                 db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     yield db
@@ -135,10 +121,7 @@ class Store(ReadsRows):
             # WAL lets readers run beside the single writer; the setting persists in the file.
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(_SCHEMA)
-            columns = {row[1] for row in db.execute("PRAGMA table_info(feedback)")}
-            for statement in _UPGRADE[("thread_key" in columns):]:
-                db.execute(statement)
+            PRODUCT.migrate_sqlite(db)
 
     def add_lead(self, email: str, name: str, message: str,
                  thread: str | None = None) -> LeadResult:
@@ -197,6 +180,27 @@ class Store(ReadsRows):
             leads = _delete_leads(db, ids)
             gone = db.execute("DELETE FROM feedback WHERE thread_key = ?", (key,)).rowcount
         return Erased(leads, gone)
+
+    def held_for_thread(self, thread: str) -> Erased:
+        """What one conversation gave (its leads and questions), deleting nothing."""
+        key = thread_key(thread)
+        with self._connect(write=False) as db:
+            leads = [{"email": r[0], "message": r[1]} for r in db.execute(
+                "SELECT l.email, l.message FROM leads l JOIN lead_requests r ON r.lead_id = l.id"
+                " WHERE r.thread_key = ? ORDER BY l.id", (key,))]
+            asked = db.execute("SELECT count(*) FROM feedback WHERE thread_key = ?",
+                               (key,)).fetchone()[0]
+        return Erased(leads, asked)
+
+    def wipe(self) -> None:
+        """Make deletions final on disk: the write-ahead log is checkpointed into the file
+        (where secure_delete zeroed what was deleted) and truncated."""
+        try:
+            with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)) as db:
+                db.execute("PRAGMA secure_delete = ON")
+                truncate_wal(db)
+        except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as exc:
+            raise _unavailable(exc, self.data_dir) from exc
 
     def delete_email(self, email: str) -> Erased:
         """Delete every lead of an address, and the questions of the conversations that

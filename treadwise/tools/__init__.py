@@ -7,7 +7,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from treadwise.plugins import Registry
 from treadwise.settings import process_environment
@@ -22,18 +22,8 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "treadwise.tools"
 DEFAULT_TOOLSETS = ("math", "business")
 
-# Built-ins are "module:attribute" strings, the same form an entry point carries, so the
-# project works without being pip-installed and plugins need no special casing.
-BUILTIN_TOOLSETS: dict[str, str] = {
-    "math": "treadwise.tools.math:math_tools",
-    "business": "treadwise.tools.business:business_tools",
-    "mcp": "treadwise.tools.mcp:mcp_tools",
-    "program": "treadwise.tools.math:program_tools",
-    "web": "treadwise.tools.web:web_tools",
-}
-
 Toolset = Callable[["ToolContext"], list["BaseTool"]]
-TOOLSETS: Registry[Toolset] = Registry(ENTRY_POINT_GROUP, BUILTIN_TOOLSETS)
+TOOLSETS: Registry[Toolset] = Registry(ENTRY_POINT_GROUP)
 
 
 @dataclass
@@ -56,6 +46,9 @@ class ToolContext:
     # Keys and endpoints of tools (TAVILY_API_KEY, ...), as Settings.environment holds them.
     environment: Mapping[str, str] = field(default_factory=process_environment, repr=False)
     case_dir: ContextVar[Path | None] | None = None
+    # The conversation memory (a checkpointer), for the erasure tool to read what a
+    # conversation gave; the agent sets it.
+    memory: Any = field(default=None, repr=False)
 
     @property
     def current_dir(self) -> Path:

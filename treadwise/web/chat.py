@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import FriendlyError, ModelConfigError, redact
-from treadwise.models import display_name, expectation, label, loading_message
+from treadwise.models import display_name, expectation, loading_message, short_label
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
@@ -21,7 +20,8 @@ from treadwise.web.access import Access, accept_any
 from treadwise.web.chat_export import export_files
 from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.files import publish_png
-from treadwise.web.live_chat import LiveChat
+from treadwise.web.forget import forget_button, wire
+from treadwise.web.hooks import ChatHook, ChatHooks, Choice
 from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.resume import ThreadLinks
 from treadwise.web.session import ChatSession, Turn, new_session
@@ -53,18 +53,6 @@ def _loading_note(spec: str) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class Choice:
-    """What the pickers said for one turn (checked before the turn runs)."""
-
-    persona: str
-    model: str
-    custom: str
-    temperature: Any
-    strategy: str
-    arm: tuple[str, str, str] | None = None  # (live experiment, arm, visitor) behind these
-
-
 def persona_cards(personas: Mapping[str, Persona]) -> str:
     return "\n".join(f"- **{p.name}**: {p.description}" for p in personas.values())
 
@@ -80,7 +68,8 @@ def temperature_refusal(value: Any) -> str | None:
 class ChatTab:
     """Builds the tab and handles its events; one instance serves every session."""
 
-    def __init__(self, agent: LazyAgent, settings: Settings, access: Access | None = None):
+    def __init__(self, agent: LazyAgent, settings: Settings, access: Access | None = None,
+                 hooks: Sequence[ChatHook] = ()):
         self.runner = TurnRunner(agent)
         self.settings = settings
         self.access = access or Access(settings)
@@ -89,7 +78,7 @@ class ChatTab:
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.links = ThreadLinks(settings)
-        self.live = LiveChat(settings)
+        self.hooks = ChatHooks(hooks)  # see web/hooks.py
         self.cache_dir = ""
 
     def build(self, demo: gr.Blocks) -> None:
@@ -98,7 +87,7 @@ class ChatTab:
         with gr.Row(equal_height=False, elem_classes="tw-chat-row"):
             with gr.Column(scale=7, min_width=300, elem_classes="tw-conversation") as chat:
                 # No thumbs, as an empty list (the page reads it once a like listener exists);
-                # a visitor of a running live experiment gets them on load (live_chat.py).
+                # a chat hook may give them on load (a live experiment's visitor).
                 chatbot = gr.Chatbot(
                     label="Conversation", show_label=False, elem_id="chat", height=600,
                     layout="bubble", buttons=["copy", "copy_all"], feedback_options=(),
@@ -123,6 +112,7 @@ class ChatTab:
                     retry = gr.Button("Retry", size="sm", elem_id="retry")
                     undo = gr.Button("Undo", size="sm", elem_id="undo")
                     new = gr.Button("New chat", size="sm", elem_id="new-chat")
+                    forget = forget_button()
                     export_md = gr.DownloadButton("Markdown", size="sm", interactive=False,
                                                   elem_id="export-md")
                     export_json = gr.DownloadButton("JSON", size="sm", interactive=False,
@@ -135,19 +125,19 @@ class ChatTab:
                 gr.Examples(examples=[[text] for _, text in EXAMPLES], inputs=[message],
                             example_labels=[f"{kind}: {text}" for kind, text in EXAMPLES],
                             label="Examples")
-            self.live.build_compare(session, chat, self)  # shown instead of `chat`
+            self.hooks.build_beside(self, session, chat)  # e.g. a panel shown instead of it
             with gr.Column(scale=3, min_width=280, elem_classes="tw-settings"):
                 persona = accept_any(gr.Radio(
                     choices=[(p.name, key) for key, p in self.personas.items()],
                     value=DEFAULT_PERSONA if DEFAULT_PERSONA in self.personas
                     else next(iter(self.personas)), label="Persona", elem_id="persona-picker"))
-                self.live.build(demo, chatbot, session)
+                self.hooks.build_settings(demo, chatbot, session)
                 gr.Markdown(persona_cards(self.personas), elem_classes="tw-personas")
                 model = accept_any(gr.Dropdown(
                     choices=self._model_choices(admin=not public), value="offline",
                     label="Model", elem_id="model-picker",
-                    info="The offline model is rule-based, not an LLM. Providers appear when "
-                         "their API key is set."))
+                    info="The offline model is rule-based, not an LLM; a local LLM runs on "
+                         "this machine. Providers appear when their API key is set."))
                 custom = gr.Textbox(
                     label="Or any model spec", elem_id="model-spec", max_lines=1,
                     placeholder="provider:model, e.g. openai:gpt-4.1-mini", visible=not public,
@@ -164,6 +154,7 @@ class ChatTab:
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
+        self.hooks.build_pickers(demo, [persona, model, custom, temperature, strategy])
         # Picking a small local model says in one line what to expect of it.
         model.change(lambda spec: gr.Info(note) if (note := expectation(spec)) else None,
                      [model], None, api_visibility="private")
@@ -181,6 +172,7 @@ class ChatTab:
         page = [chatbot, message, send, export_md, export_json]
         undo.click(self.undo, [session], page, api_name="undo")
         new.click(self.new_conversation, [session], page, api_name="new_conversation")
+        wire(self, forget, session, page)
         # The chatbot's own trash button must clear the memory too, not just the view.
         chatbot.clear(self.new_conversation, [session], page, api_visibility="private")
         stop.click(self.stop, [session], None, api_name="stop", queue=False)
@@ -195,7 +187,7 @@ class ChatTab:
         demo.load(self.resume_from_link, [session], page, api_visibility="private")
 
     def _model_choices(self, admin: bool) -> list[tuple[str, str]]:
-        return [(label(spec), spec) for spec in self.access.model_choices(admin)]
+        return [(short_label(spec), spec) for spec in self.access.model_choices(admin)]
 
     def personalise(self, request: gr.Request) -> Any:
         """On a public page, a signed-in admin may name any model in the custom spec field."""
@@ -203,8 +195,7 @@ class ChatTab:
 
     def send(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
              temperature: float, strategy: str, request: gr.Request) -> Iterator[tuple[Any, ...]]:
-        """Run a turn for the message, emptying the box as it leaves. Later updates skip the
-        box (every value sent resets it), so what the user types meanwhile stays."""
+        """Run a turn for the message, emptying the box as it leaves; later updates skip it."""
         if not (message or "").strip() or session.running:
             chatbot, *rest = self._view(session)
             yield chatbot, gr.skip(), *rest  # not sent: the page says so (BUSY_JS)
@@ -293,7 +284,7 @@ class ChatTab:
     def _turn(self, message: str, session: ChatSession, choice: Choice,
               request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
-        choice = self.live.choose(session, choice, request)
+        choice = self.hooks.choose(session, choice, request)
         spec = redact((choice.custom or "").strip() or choice.model or "offline")
         known = self.personas.get(choice.persona)
         temperature = choice.temperature
@@ -311,7 +302,7 @@ class ChatTab:
             yield False, self._view(session, running=True)
             for _ in self.follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
                 yield False, self._view(session)
-        self.live.record(turn, choice.arm)
+        self.hooks.record(turn, choice.arm)
         yield True, self._view(session, final=True)
 
     def follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:
@@ -383,8 +374,7 @@ class ChatTab:
 
     def _view(self, session: ChatSession, *, running: bool = False,
               final: bool = False) -> Outputs:
-        """The page's outputs. A component's look (enabled or not) costs Gradio a rebuild of
-        its config on its event loop, so updates in between send plain values only."""
+        """The page's outputs: plain values in between (a look change costs a config rebuild)."""
         send: Any = gr.Button(interactive=False) if running else "Send"
         # Gradio checks every file of every update on its event loop: the exports wait for
         # the end of the turn (they are written then anyway).

@@ -6,6 +6,8 @@ same to colour-blind readers; a chart with nothing to show still renders, with a
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,20 +21,15 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
              "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HEATMAP = "cividis"
-ENTRY_POINT_GROUP = "treadwise.charts"
-# Chart file name -> "module:function"; the modules register their charts on import.
-BUILTIN_CHARTS: dict[str, str] = {
-    "success_heatmap.png": "experiments.analyse.charts.outcomes:success_heatmap",
-    "config_scenario.png": "experiments.analyse.charts.outcomes:config_scenario",
-    "temperature_curves.png": "experiments.analyse.charts.outcomes:temperature_curves",
-    "scenario_success.png": "experiments.analyse.charts.outcomes:scenario_success",
-    "latency_per_call.png": "experiments.analyse.charts.costs:latency_per_call",
-    "cost_vs_success.png": "experiments.analyse.charts.costs:cost_vs_success",
-    "tool_use.png": "experiments.analyse.charts.costs:tool_use",
-    "model_calls.png": "experiments.analyse.charts.costs:model_calls",
-    "errors.png": "experiments.analyse.charts.costs:errors",
-    "persona_style.png": "experiments.analyse.charts.style:persona_style_chart",
-}
+ENTRY_POINT_GROUP = "experiments.charts"
+# charts/INDEX_FILE lists the charts as the report shows them: in order, each with its title,
+# caption and whether it had anything to show.
+INDEX_FILE = "charts.json"
+EMPTY = "treadwise-empty-chart"
+# The charts a reader looks at first, in this order (the report's and the app's); the others
+# follow in the registry's order.
+KEY_CHARTS = ("success_heatmap.png", "config_scenario.png", "scenario_success.png",
+              "temperature_curves.png", "cost_vs_success.png")
 
 
 @dataclass(frozen=True)
@@ -49,9 +46,10 @@ class ChartFile:
     name: str
     caption: str
     error: str | None = None
+    empty: bool = False  # nothing to show: the PNG holds a note saying why
 
 
-CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP, BUILTIN_CHARTS)
+CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP)
 
 
 def chart(name: str, title: str, caption: str) -> Callable[[Callable[..., Any]], Any]:
@@ -69,9 +67,12 @@ def note(ax: Any, text: str) -> None:
 
 
 def empty(plt: Any, text: str) -> Any:
+    """A chart with nothing to show: the note alone (the index marks it, so a page can hide
+    it while the report keeps the note)."""
     fig, ax = plt.subplots(figsize=(7, 2.6))
     note(ax, text)
     ax.set_axis_off()
+    fig.set_label(EMPTY)
     return fig
 
 
@@ -106,8 +107,11 @@ def rate_axis(methods: Any) -> str:
 
 
 def registered() -> list[Chart]:
-    """Every chart, built-in and plugged in, its module imported (charts register on import)."""
-    return [item for item in CHARTS.load_all().values() if isinstance(item, Chart)]
+    """Every chart, built-in and plugged in, its module imported (charts register on import),
+    the key charts first."""
+    charts = [item for item in CHARTS.load_all().values() if isinstance(item, Chart)]
+    first = {name: place for place, name in enumerate(KEY_CHARTS)}
+    return sorted(charts, key=lambda c: first.get(c.name, len(first)))
 
 
 def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
@@ -136,6 +140,9 @@ def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
             warnings.simplefilter("ignore", UserWarning)  # a crowded chart keeps its layout
             fig.tight_layout()
         fig.savefig(charts_dir / item.name, dpi=DPI)
+        written.append(ChartFile(item.title, item.name, item.caption, error,
+                                 fig.get_label() == EMPTY and error is None))
         plt.close(fig)
-        written.append(ChartFile(item.title, item.name, item.caption, error))
+    (charts_dir / INDEX_FILE).write_text(json.dumps([dataclasses.asdict(c) for c in written],
+                                                    indent=1), encoding="utf-8")
     return written

@@ -107,7 +107,7 @@ def test_the_best_configurations_rate_allows_for_having_picked_it(tmp_path):
     low, high = proportion_confint(6, 8, alpha=0.05 / 12, method="beta")
     alone, _ = proportion_confint(6, 8, alpha=0.05, method="beta")
     best = next(line for line in text.splitlines() if line.startswith("- **Best config"))
-    assert f"75% ({low:.0%}-{high:.0%} with 95% confidence held at once by all 12" in best
+    assert f"75% ({low * 100:.0f}–{high:.0%} with 95% confidence held at once by all 12" in best
     assert "allows for having picked it" in best and low < alone
 
 

@@ -1,4 +1,4 @@
-"""The Chat tab's side of a live experiment: a visitor's sticky arm, their turns and ratings."""
+"""The live experiments' chat hook: a visitor's sticky arm, their turns and ratings."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from experiments.live.definition import from_stored
+from experiments.live.store import SCORES
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
-from treadwise.storage.live_store import SCORES
 from treadwise.web.access import accept_any
 from treadwise.web.render import turn_messages
 from treadwise.web.session import ChatSession, Turn, visitor_key
@@ -36,6 +37,12 @@ VISITOR_JS = """() => {
 VISITOR_RE = re.compile(r"[0-9a-fA-F-]{16,64}")
 LEAD_TOOL = "record_customer_interest"
 THUMBS = ("Like", "Dislike")
+# What the chat's persona, model, temperature and strategy pickers say while an experiment
+# decides who answers instead (they are disabled then).
+SIDE_BY_SIDE_PICKERS = ("A side-by-side experiment is running: the two assistants it compares "
+                        "answer each message, whatever these pickers say.")
+ARM_PICKERS = ("A live experiment is running: it decides which assistant answers you, "
+               "whatever these pickers say.")
 VISITORS_KEPT = 10_000  # page sessions whose browser id is kept (see LiveChat.choose)
 log = logging.getLogger(__name__)
 
@@ -76,22 +83,40 @@ class LiveChat:
     @property
     def store(self) -> Any:
         if self._store is None:
-            from treadwise.storage.live_store import open_live_store
+            from experiments.live.store import open_live_store
 
             self._store = open_live_store(self.settings.data_dir, self.settings.database_url)
         return self._store
 
     def experiment(self) -> LiveExperiment | None:
         try:
-            from experiments.live.definition import from_stored
-        except ImportError:  # the harness is not installed beside this app
-            return None
-        try:
             running = self.store.running()
         except StoreUnavailable as exc:
             log.warning("live experiments unavailable: %s", exc)
             return None
         return from_stored(running["definition"]) if running else None
+
+    def decides(self) -> str | None:
+        """Why the chat's pickers do not decide who answers (a live experiment runs), or None."""
+        experiment = self.experiment()
+        if experiment is None:
+            return None
+        if experiment.side_by_side:
+            return SIDE_BY_SIDE_PICKERS
+        return ARM_PICKERS
+
+    def pickers(self) -> tuple[Any, ...]:
+        """The chat's pickers, disabled and saying why while an experiment decides for them."""
+        if (why := self.decides()) is None:
+            return (gr.skip(),) * 5
+        return (gr.Radio(interactive=False, info=why), gr.Dropdown(interactive=False, info=why),
+                gr.Textbox(interactive=False), gr.Slider(interactive=False, info=why),
+                gr.Dropdown(interactive=False, info=why))
+
+    def build_pickers(self, demo: gr.Blocks, pickers: list[Any]) -> None:
+        """Persona, model, custom spec, temperature and strategy: disabled on load while an
+        experiment runs. No input: this load must not race `arrive` for the new session."""
+        demo.load(self.pickers, None, pickers, api_visibility="private", show_progress="hidden")
 
     def arm(self, session: ChatSession) -> tuple[LiveExperiment, Arm, str] | None:
         """(experiment, arm, visitor) for the session, the arm recorded the first time. The
@@ -195,7 +220,8 @@ class LiveChat:
             self._remember(request, visitor)
         skip = (gr.skip(),) * (3 + len(self.swap))
         if self.swap and (experiment := self.experiment()) and experiment.side_by_side:
-            return *skip[:3], gr.Column(visible=True), gr.Column(visible=False)
+            return (skip[0], gr.Markdown(SIDE_BY_SIDE_PICKERS, visible=True), skip[2],
+                    gr.Column(visible=True), gr.Column(visible=False))
         found = self.arm(session)
         if found is None:
             return skip
@@ -207,7 +233,9 @@ class LiveChat:
         return (gr.Chatbot(feedback_options=THUMBS), gr.Markdown(note, visible=True),
                 gr.Group(visible=True), *skip[3:])
 
-    def build(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
+    def build_settings(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
+        """The note, the score and the thumbs of a visitor in an experiment (under the
+        persona picker), and the page's load that puts them in their arm."""
         note = gr.Markdown(visible=False, elem_id="live-note", elem_classes="tw-note")
         with gr.Group(visible=False, elem_id="live-score") as scoring:
             score = accept_any(gr.Radio([str(n) for n in SCORES], label="How helpful was "
@@ -223,11 +251,11 @@ class LiveChat:
         demo.load(self.arrive, [visitor, session], [chatbot, note, scoring, *self.swap],
                   js=VISITOR_JS, api_visibility="private")
 
-    def build_compare(self, session: Any, conversation: gr.Column, tab: Any) -> None:
-        """The side-by-side panel, beside the conversation it replaces while one runs (call
-        it before `build`)."""
-        from treadwise.web.live_compare import ComparePanel
+    def build_beside(self, chat: Any, session: Any, conversation: gr.Column) -> None:
+        """The side-by-side panel, beside the conversation it replaces while one runs (the
+        chat tab calls this before `build_settings`)."""
+        from experiments.web.live_compare import ComparePanel
 
-        panel = ComparePanel(tab, self)
+        panel = ComparePanel(chat, self)
         panel.build(session, conversation)
         self.swap = panel.swap
