@@ -215,8 +215,9 @@ def _side_by_side(result: LiveReport) -> list[str]:
     experiment, ranking = result.experiment, result.ranking
     control = experiment.arms[0].name
     pairs = len(experiment.arms) * (len(experiment.arms) - 1) // 2
+    who = "visitor" if result.pickers == 1 else "visitors"
     lines = [f"# Live experiment {experiment.name} (side by side, {result.status}, "
-             f"{result.pickers} visitors picked)", "",
+             f"{result.pickers} {who} picked)", "",
              "Each message was answered by two arms, in a random order and unnamed until the "
              "visitor picked the better answer (or a tie, or both bad). Bradley-Terry "
              f"strengths are log-odds of being picked over {control} (fitted by maximum "
