@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.live.definition import LiveExperiment, from_stored
-from experiments.live.ranking import Ranking, rank
+from experiments.live.ranking import MIN_PAIR_VISITORS, Ranking, rank
 from experiments.live.sequential import (
     MIN_VISITORS,
     Interval,
@@ -19,6 +19,10 @@ from experiments.live.sequential import (
     rate_interval,
 )
 from experiments.live.store import BOTH_BAD, EVENT_COLUMNS, PICK_COLUMNS, TIE, LiveStore
+
+# The fewest visitors with a decisive pick before a side-by-side report shows any strength or
+# interval (the ranking asks this of every pair; the Experiments page reads it from here).
+MIN_PICKERS = MIN_PAIR_VISITORS
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,26 @@ def test_one_pick_shows_no_strength_and_says_not_enough_picks_yet() -> None:
         "not enough picks yet")
 
 
+def test_the_page_shows_strengths_from_the_statistics_own_minimum_of_pickers() -> None:
+    """The Experiments page hides the ranking below the live report's MIN_PICKERS (the
+    ranking's own minimum), and shows it once that many visitors have picked."""
+    from experiments.live import ranking
+    from experiments.live import report as live
+    from experiments.web.live_tab import shown_report
+
+    assert live.MIN_PICKERS == ranking.MIN_PAIR_VISITORS
+    experiment = parse_experiment(DUEL)
+
+    def page(visitors: int) -> str:
+        picks = [{"visitor": f"v{n}", "arm_a": "warm", "arm_b": "exact",
+                  "winner": "exact" if n % 3 else "warm"} for n in range(visitors)]
+        return shown_report(analyse(experiment, [], [], picks=picks))
+
+    early = page(live.MIN_PICKERS - 1)
+    assert "not enough picks yet" in early.lower() and "P(picked over" not in early
+    assert "P(picked over warm)" in page(live.MIN_PICKERS)
+
+
 @pytest.mark.slow
 def test_equal_arms_are_rarely_told_apart_however_many() -> None:
     """Three equal arms, 40 visitors each comparing one pair one to three times: some arm is
