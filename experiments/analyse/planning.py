@@ -37,8 +37,13 @@ class Plan:
 
     def lines(self) -> list[str]:
         counts = "; ".join(f"{self.family.counts[k]} {k}" for k in self.family.kinds)
-        shapes = [f"as a shift with scenario spread sd {self.sd:.2f} ({self.source}): "
-                  f"{_count(self.needed['shift'])}",
+        # With no spread (every scenario agreed) a shift of a few points cannot happen: a
+        # difference there is scenarios failing outright, the second shape.
+        shift = (f"as a shift: none seen ({self.source}: every scenario agreed, so a "
+                 "difference there is a share failing outright)" if self.sd == 0 else
+                 f"as a shift with scenario spread sd {self.sd:.2f} ({self.source}): "
+                 f"{_count(self.needed['shift'])}")
+        shapes = [shift,
                   "as a share of scenarios failing outright (what a difference at a ceiling "
                   f"is): {_count(self.needed['failing share'])}"]
         total = _count(self.scenarios)

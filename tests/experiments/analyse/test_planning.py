@@ -39,6 +39,9 @@ def test_an_earlier_run_gives_its_spread_and_a_ceiling_needs_a_failing_share(tmp
     ceiling = crossed_run(tmp_path / "all", 8)
     found = plan(0.10, ceiling)
     assert found.sd == 0.0 and found.scenarios == found.needed["failing share"] > 50
+    assert main(["power", "--detect", "0.10", "--from", str(ceiling)]) == 0
+    out = capsys.readouterr().out  # no 'a shift needs 4 scenarios' from spread that is not
+    assert "as a shift: none seen" in out and "spread sd 0.00" not in out
 
 
 def test_a_difference_given_in_points_is_a_clear_error(capsys):
