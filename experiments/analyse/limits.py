@@ -57,7 +57,7 @@ def design_lines(df: Any, found: Findings) -> list[str]:
         worst = rows.loc[rows["mdd"].isna() | (rows["mdd"] == rows["mdd"].max())].iloc[0]
         parts.append(f"{points(worst['mdd'])} for {factor}")
         if (share := _as_failures(worst)) is not None:
-            concentrated.append(f"{share:.0%} for {factor}")
+            concentrated.append(f"{share:.0%} of the time for {factor}")
     if len(found.winner):
         parts.append(f"{points(found.winner['mdd'].median(skipna=False))} between two single "
                      "configurations")
@@ -67,8 +67,8 @@ def design_lines(df: Any, found: Findings) -> list[str]:
                      "every scenario agreed: if a share of scenarios fails outright): "
                      + "; ".join(parts) + "." + (
                          " A difference of that size made of a few scenarios failing "
-                         "outright is found less often: " + "; ".join(concentrated) + " of "
-                         "the time." if concentrated else "") + " Smaller differences are "
+                         "outright is found less often: " + "; ".join(concentrated) + "."
+                         if concentrated else "") + " Smaller differences are "
                      f"found less often{' still' if concentrated else ''}, so a difference the "
                      "summary does not name may still be there.")
     lines.append("Effects are averages over these scenarios: a factor that helps on some and "

@@ -70,7 +70,7 @@ def test_a_persona_failing_2_of_23_scenarios_is_not_called_no_difference(tmp_pat
     summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
     effect_line = next(line for line in summary.splitlines() if "Factor effects" in line)
     assert "**persona**: no two levels shown to differ; differences up to" in effect_line
-    assert "cannot be ruled out" in effect_line
+    assert "cannot be ruled out (e.g. technical vs cautious -9 pts (" in effect_line
     assert "no level of any factor differs" not in text
     assert "| persona | technical | cautious | -9 pts |" in text  # the effects table's row
 
