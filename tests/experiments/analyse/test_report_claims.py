@@ -168,3 +168,17 @@ def test_the_effects_table_keeps_its_contract_and_its_intervals_match_its_p_valu
         excludes = float(r["ci_low"]) > 0 or float(r["ci_high"]) < 0
         assert excludes == (float(r["p_adjusted"]) < 0.05) == (r["significant"] == "True")
     assert any(r["significant"] == "True" for r in rows)
+
+
+def test_which_persona_is_best_is_tested_between_every_pair_of_levels(tmp_path):
+    """Technical passes everything, friendly and cautious fail the same 8 of 12 scenarios:
+    technical is shown above friendly too, though neither is the first level, and is named
+    the best persona; friendly and cautious are not told apart."""
+    run = crossed_run(tmp_path / "run", 12, lambda p, s: p != "technical" and s < 8)
+    text = write_report(run, charts=False).read_text()
+    table = effects(run).set_index(["factor", "level", "reference"])
+    assert table.loc[("persona", "technical", "friendly"), "significant"]
+    assert not table.loc[("persona", "friendly", "cautious"), "significant"]
+    effect_line = next(line for line in text.splitlines() if "Factor effects (" in line)
+    assert "technical vs friendly +67 pts" in effect_line
+    assert "Best persona: technical, above every other level." in effect_line
