@@ -101,11 +101,14 @@ def best_line(summary: Any, found: Findings) -> str:
     if BEST not in found.family.kinds:
         return text + f" Not compared with the others ({NOT_TESTED})."
     beaten = int(others["significant"].sum())
+    # With a tie the comparisons are the first of the tied ones' (the best-vs-rest table's).
+    subject = "It" if len(tied) == 1 else "The first of them"
     if beaten == len(others):
-        return text + " It beats every other configuration (allowing for picking the best)."
-    return text + (f" It beats {beaten} of the {len(others)} others; the data cannot rank it "
-                   f"above the other {len(others) - beaten} (each comparison allows for the "
-                   "best having been picked from the same data).")
+        return text + (f" {subject} beats every other configuration (allowing for picking "
+                       "the best).")
+    return text + (f" {subject} beats {beaten} of the {len(others)} others; the data cannot "
+                   f"rank it above the other {len(others) - beaten} (each comparison allows "
+                   "for the best having been picked from the same data).")
 
 
 def style_line(found: Findings) -> str | None:
