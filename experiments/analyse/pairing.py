@@ -121,8 +121,8 @@ def _paired_rate(frame: Any, other: Any, keys: list[str]) -> float:
 
 def _per_configuration(frames: list[Any], keys: list[str]) -> tuple[Any, list[str],
                                                                        list[str]]:
-    """B - A for each combination of the paired keys (Holm-corrected over them), and the
-    combinations found in only one run."""
+    """B - A for each combination of the paired keys (Bonferroni over them, in the half of
+    the report's alpha the overall B - A leaves), and the combinations found in only one run."""
     import pandas as pd
 
     groups = [dict(iter(f.groupby(keys, dropna=False))) if keys else {(): f} for f in frames]
