@@ -31,9 +31,10 @@ def _pool() -> object:
 def open_run(run: Path | str, results_dir: Path = RESULTS_DIR) -> RunStore:
     """The run `run` names, to read (and report into).
 
-    A folder holding rows (records.jsonl, or an older run's results.csv) is always that folder. Otherwise, with TREADWISE_DATABASE_URL
-    set, a run of that name in the database, whose folder here is the path given (or
-    RESULTS_DIR/NAME for a name alone). Otherwise the folder, which may have no rows yet.
+    A folder holding rows (records.jsonl, or an older run's results.csv) is always that
+    folder. Otherwise, with TREADWISE_DATABASE_URL set, a run of that name in the database,
+    whose folder here is the path given (or RESULTS_DIR/NAME for a name alone). Otherwise the
+    folder, which may have no rows yet.
     """
     path = Path(run)
     if holds_rows(path) or not _database_configured():

@@ -1,7 +1,7 @@
 """A run kept in PostgreSQL: made with its files and cases, one record per case, read typed.
 
 `sweep_results.row_json` holds a case's record as the very JSON line a run folder's
-records.jsonl holds (records_file.encode), so a run reads back the same from either store.
+records.jsonl holds (records_file.record_line): a run reads back the same from either store.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from experiments.define.prices import DEFAULT_PRICES
 from experiments.store.connection import SharedRunError, database_errors
 from experiments.store.folder import write_meta
 from experiments.store.record import CaseRecord, CaseRow
-from experiments.store.records_file import RECORDS_FILE, encode, write_records
+from experiments.store.records_file import RECORDS_FILE, record_line, write_records
 from experiments.store.results_file import RESULTS_FILE, write_results
 from experiments.store.run_store import (
     GRID_COPY,
@@ -79,7 +79,7 @@ def keep(conn: Any, run_id: str, writer: str, record: CaseRecord) -> bool:
     row = record.row
     params = {"run": run_id, "key": row.case_key, "status": row.status,
               "calls": row.paid_calls, "cost": row.cost_usd or 0.0, "worker": writer,
-              "row": encode(row), "line": encode(record.transcript)}
+              "row": record_line(row), "line": encode(record.transcript)}
     kept = conn.execute(_KEEP, params).fetchone()
     conn.execute(_DONE, params)
     return kept is not None

@@ -21,7 +21,7 @@ class RecordsError(ValueError):
     """A complete line of records.jsonl is not a case record (one line naming it)."""
 
 
-def encode(row: CaseRow) -> str:
+def record_line(row: CaseRow) -> str:
     """A record as one line of JSON: what records.jsonl and the database both keep."""
     return row.model_dump_json()
 
@@ -74,7 +74,7 @@ def write_records(path: Path, rows: Iterable[CaseRow]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with tmp.open("w", encoding="utf-8") as handle:
         for row in rows:
-            handle.write(encode(row) + "\n")
+            handle.write(record_line(row) + "\n")
     os.replace(tmp, path)
 
 
@@ -88,7 +88,7 @@ class RecordsWriter:
         self._file = AppendFile(self.path)
 
     def write(self, row: CaseRow) -> None:
-        self._file.append(encode(row) + "\n")
+        self._file.append(record_line(row) + "\n")
 
     def close(self) -> None:
         self._file.close()
