@@ -88,7 +88,8 @@ def _value(name: str, text: str) -> Any:
     if kind == "maybe":
         return {"true": True, "false": False}.get(text.lower())
     if kind == "flag":
-        return text.lower() == "true"
+        return None if not text and _base(CaseRow.model_fields[name].annotation)[1] \
+            else text.lower() == "true"
     if kind == "numeric":
         found = _number(text, _base(CaseRow.model_fields[name].annotation)[0])
         return _missing(name) if found is None else found
