@@ -89,7 +89,7 @@ class FolderRun(RunStore):
             and (self.folder / RESULTS_FILE).exists()
 
     @property
-    def source(self) -> str:  # type: ignore[override]
+    def source(self) -> str:  # type: ignore[override]  # a folder's rows can change file
         if self.legacy:
             return f"`{RESULTS_FILE}` (a run made before `{RECORDS_FILE}`)"
         return f"`{RECORDS_FILE}` (exported as `{RESULTS_FILE}`)"
