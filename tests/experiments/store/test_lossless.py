@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+from experiments.analyse.report import write_report
 from experiments.analyse.tables import check_failures, load_results
 from experiments.store import open_run
 from experiments.store.folder import FolderRun
@@ -29,7 +30,7 @@ SEPARATED = {"id": "separated", "category": "math", "turns": ["What is 7 plus 8?
 
 def test_check_names_with_separators_survive_the_record_the_export_and_the_report(tmp_path):
     grid = write_grid(tmp_path, [SEPARATED], personas=["friendly", "technical"], repeats=2)
-    run_dir, _ = sweep(grid, tmp_path / "out", report=True)
+    run_dir, _ = sweep(grid, tmp_path / "out")
     records = read_records(run_dir / RECORDS_FILE)
     assert len(records) == 4
     for record in records:
@@ -43,7 +44,7 @@ def test_check_names_with_separators_survive_the_record_the_export_and_the_repor
     table = check_failures(load_results(run_dir))
     assert table[["check", "failures", "cases"]].values.tolist() == [
         [FAILED[0], 4, 4], [FAILED[1], 4, 4]]
-    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    report = write_report(run_dir, charts=False).read_text(encoding="utf-8")
     failures = report.split("Checks that failed", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in failures.splitlines() if line.startswith("| separated |")]
     assert [row.split(" | ")[1:3] for row in rows] == [
@@ -72,7 +73,7 @@ def test_an_old_csv_only_run_opens_in_report_compare_show_and_the_experiments_ta
     greet = next(r for r in run.records() if r.scenario == "greet_then_math")
     assert (greet.turn_model_calls, greet.tool_sequence) == ([1, 2], [[], ["multiply"]])
 
-    done = cli(repo, "report", str(old))
+    done = cli(repo, "report", str(old), "--no-charts")
     assert done.returncode == 0, done.stderr
     report = (old / "report.md").read_text(encoding="utf-8")
     assert "computed from `results.csv` (a run made before `records.jsonl`)" in report
