@@ -89,8 +89,8 @@ class DatabaseRun(RunStore):
     """A run whose rows and transcripts are in PostgreSQL; `folder` is this machine's folder
     of it (copies of its files, the data dirs of the cases run here, its report)."""
 
-    source = (f"the run's rows in PostgreSQL (`python -m experiments export` writes them as "
-              f"`{RESULTS_FILE}`)")
+    source = (f"the run's records in PostgreSQL (`python -m experiments export` writes them as "
+              f"`{RECORDS_FILE}` and `{RESULTS_FILE}`)")
 
     def __init__(self, pool: Any, run_id: str, folder: Path, *, writer: str = ""):
         self.pool, self.name, self.folder = pool, run_id, Path(folder)
