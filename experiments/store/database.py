@@ -19,6 +19,7 @@ from typing import Any
 from experiments.define.prices import DEFAULT_PRICES
 from experiments.store.connection import SharedRunError, database_errors
 from experiments.store.folder import write_meta
+from experiments.store.legacy import database_record
 from experiments.store.record import CaseRecord, CaseRow
 from experiments.store.records_file import RECORDS_FILE, record_line, write_records
 from experiments.store.results_file import RESULTS_FILE, write_results
@@ -159,7 +160,7 @@ class DatabaseRun(RunStore):
         """Every record of the run (one per case) in the order they were kept."""
         found = self._all("SELECT row_json FROM sweep_results WHERE run_id = %s ORDER BY seq",
                           self.name)
-        return [CaseRow.model_validate_json(row["row_json"]) for row in found]
+        return [database_record(row["row_json"]) for row in found]
 
     @_one_line
     def transcript(self, case: str) -> dict[str, Any]:

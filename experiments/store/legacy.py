@@ -1,20 +1,25 @@
-"""Run folders from before records.jsonl: their results.csv rows read back as case records.
+"""Runs from before lists were kept as lists: their results.csv rows (and database rows) read
+back as case records.
 
 Those runs appended their rows to results.csv as text, lists joined with separators (failed
 checks with ";", reasons with " | ", per-turn counts with "|", tools with ">" within a turn
-and " | " between turns). This is the one place that splits them again, so every reader gets
-the same records a new run keeps; a cell already written as JSON (an export) is read as JSON.
-Columns a file lacks get the field's default (a number 0 or NaN, a list empty).
+and " | " between turns); the database kept the same joined text inside its JSON. This is the
+one place that splits them again, so every reader gets the same records a new run keeps; a
+cell already written as JSON (an export) is read as JSON. Columns a file lacks get the field's
+default (a number 0 or NaN, a list empty).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from experiments.define.schema import DEFAULT_STRATEGY
 from experiments.store.record import KINDS, CaseRow
@@ -112,3 +117,16 @@ def legacy_row(cells: dict[str, str]) -> CaseRow:
 def legacy_records(path: Path) -> list[CaseRow]:
     """Every complete row of an older results.csv as a record, in file order."""
     return [legacy_row(cells) for cells in read_rows(path)]
+
+
+def database_record(text: str) -> CaseRow:
+    """A record as the database keeps it (its JSON line); a row kept before lists were lists
+    has its joined text split."""
+    try:
+        return CaseRow.model_validate_json(text)
+    except ValidationError:
+        values = json.loads(text)
+        for name, split in JOINED.items():
+            if isinstance(values.get(name), str):
+                values[name] = split(values[name])
+        return CaseRow.model_validate(values)

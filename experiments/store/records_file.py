@@ -29,7 +29,8 @@ def record_line(row: CaseRow) -> str:
 def _complete_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line) of every complete line; the last one a kill cut short is left out."""
     try:
-        handle = Path(path).open(encoding="utf-8")
+        # A kill may cut the last line inside a character: that line is left out anyway.
+        handle = Path(path).open(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return
     with handle:

@@ -268,3 +268,38 @@ def test_one_run_kept_in_a_folder_and_in_postgresql_reads_back_equal_unrounded(
         kept = [r["row_json"] for r in conn.execute(
             "SELECT row_json FROM sweep_results WHERE run_id = 'same-run' ORDER BY seq")]
     assert kept == (folder.folder / RECORDS_FILE).read_text(encoding="utf-8").splitlines()
+
+
+def test_a_database_run_kept_before_lists_were_lists_still_reads(tmp_path, database_url,
+                                                                 monkeypatch):
+    import json
+
+    from experiments.analyse.report import write_report
+
+    monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
+    grid = load_grid(write_grid(tmp_path, [HOURS], repeats=2))
+    keys = [case.key for case in grid.cases()]
+    pool = connect(database_url)
+    assert create(pool, "joined", grid, {"grid_name": grid.name})
+    run = open_run("joined", tmp_path / "results")
+    failed = record(keys[0], status="failed", success=False, repeat=1, run_id="joined",
+                    scenario="hours")
+    assert run.append(failed)
+    assert run.append(record(keys[1], repeat=2, run_id="joined", scenario="hours"))
+    # The row as the database kept it before: the same JSON, its lists joined as text.
+    joined = {**json.loads(failed.row.model_dump_json()),
+              "failed_checks": "tools_called;answer_number",
+              "check_details": "tools_called: add not called | answer_number: expected 81",
+              "turn_iterations": "2|3", "turn_model_calls": "2|3",
+              "tool_sequence": "add>square | (none)", "judge_scores": "", "toolsets": "all | math"}
+    with pool.connection() as conn:
+        conn.execute("UPDATE sweep_results SET row_json = %s WHERE run_id = 'joined'"
+                     " AND case_key = %s", (json.dumps(joined), keys[0]))
+    first = run.records()[0]
+    assert first.failed_checks == ["tools_called", "answer_number"]
+    assert first.check_details == {"tools_called": "add not called",
+                                   "answer_number": "expected 81"}
+    assert (first.turn_model_calls, first.tool_sequence) == ([2, 3], [["add", "square"], []])
+    assert first.toolsets == [None, ["math"]] and first.judge_scores == []
+    report = write_report(run, charts=False).read_text(encoding="utf-8")
+    assert "| hours | answer_number | 50% |" in report
