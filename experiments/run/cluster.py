@@ -15,7 +15,7 @@ from typing import Any
 from experiments.define.grid import Case, case_json
 from experiments.run.cluster_worker import RunSpec, SweepOnWorker, is_local, resource, run_cases
 from experiments.run.lanes import GONE, LOST, RECORD, Event
-from experiments.store.run_store import GRID_COPY, PRICES_COPY, SCENARIOS_COPY
+from experiments.store.run_store import GRID_COPY, PRICES_COPY
 
 LOCAL = "local"
 CONNECT_TIMEOUT_S = 10
@@ -114,7 +114,7 @@ def _first_line(exc: BaseException) -> str:
 def run_spec(run_dir: Path, cache: Path | None, rate_share: float, package_version: str,
              git_commit: str) -> RunSpec:
     files = {name: (run_dir / name).read_text(encoding="utf-8")
-             for name in (GRID_COPY, SCENARIOS_COPY, PRICES_COPY) if (run_dir / name).exists()}
+             for name in (GRID_COPY, PRICES_COPY) if (run_dir / name).exists()}
     return RunSpec(run_dir.name, socket.gethostname(), str(run_dir.resolve()), files,
                    str(cache) if cache else None, rate_share, package_version, git_commit)
 

@@ -39,7 +39,7 @@ class RunSpec:
     run_id: str
     host: str  # the client's machine: a worker there uses the run's own folder
     folder: str
-    files: dict[str, str]  # grid.yaml, scenarios.yaml, prices.yaml by name
+    files: dict[str, str]  # grid.yaml and prices.yaml by name (each task brings its cases)
     cache: str | None
     rate_share: float
     package_version: str
@@ -107,6 +107,7 @@ class SweepOnWorker(WorkerPlugin):
 
         folder = self._folder()
         prices = folder / PRICES_COPY
+        # The grid's scenario file is named, never read: the cases come with their scenarios.
         grid = load_grid(folder / GRID_COPY, scenarios_file=folder / SCENARIOS_COPY,
                          prices_file=prices if prices.exists() else None)
         spec = self.spec
