@@ -162,7 +162,7 @@ class CaseRecord:
         transcript (treadwise.redaction, the one list of shapes), the check ids that key
         `check_details` included."""
         texts = redact_tree({name: value for name, value in vars(self.row).items()
-                             if KINDS[name] in ("text", "data")})
+                             if KINDS[name] in ("text", "data") and name != "check_details"})
         texts["check_details"] = dict(redact_tree(list(self.row.check_details.items())))
         return CaseRecord(self.row.model_copy(update=texts), redact_tree(self.transcript))
 
