@@ -17,6 +17,7 @@ from experiments.define.grid import load_grid
 from experiments.store.folder import read_meta
 from experiments.store.records_file import RECORDS_FILE, read_records
 from experiments.store.results_file import RESULTS_FILE, read_rows
+from experiments.web.runs_tab import run_choices
 from tests.experiments.run.test_runner import HOURS, write_grid
 from tests.support.dask_cluster import (
     ConnectionWatch,
@@ -26,7 +27,6 @@ from tests.support.dask_cluster import (
     started_cases,
 )
 from tests.support.loopback import OpenAIServer, Reply, tool_then_answer
-from treadwise.web.experiments_tab import run_choices
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]
