@@ -91,8 +91,8 @@ def test_an_old_csv_only_run_opens_in_report_compare_show_and_the_experiments_ta
     assert compared.returncode == 0, compared.stderr
     assert "Over 16 paired cases in 4 scenarios" in compared.stdout
 
-    from treadwise.web.experiments_tab import run_choices, show_cases
-    from treadwise.web.experiments_view import case_index
+    from experiments.web.runs_tab import run_choices, show_cases
+    from experiments.web.runs_view import case_index
 
     assert [value for _, value in run_choices(tmp_path / "results")] == [old.name]
     index = case_index(old)
