@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from treadwise.redaction import redact_tree
+from treadwise.privacy.redaction import redact_tree
 
 # ok: every check passed; failed: a check failed; error: the provider or the harness failed,
 # so the case says nothing about the configuration (it is left out of success rates).
@@ -159,8 +159,8 @@ class CaseRecord:
 
     def redacted(self) -> CaseRecord:
         """The record as every store keeps it: no secret in any text of the row or the
-        transcript (treadwise.redaction, the one list of shapes), the check ids that key
-        `check_details` included."""
+        transcript (treadwise.privacy.redaction, the one list of shapes), the check ids that
+        key `check_details` included."""
         texts = redact_tree({name: value for name, value in vars(self.row).items()
                              if KINDS[name] in ("text", "data") and name != "check_details"})
         texts["check_details"] = dict(redact_tree(list(self.row.check_details.items())))

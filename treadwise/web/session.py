@@ -83,6 +83,7 @@ class ChatSession:
     turns: list[Turn] = field(default_factory=list)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # for the rate limit
     visitor: str = ""  # the browser's id (localStorage), for a live experiment's arm
+    exports: list[str] = field(default_factory=list)  # files written for it ("Forget me")
 
     @property
     def running(self) -> bool:
