@@ -21,6 +21,7 @@ from langchain_core.messages import (
 )
 
 from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, start_calls, within
+from treadwise.agent.echo_guard import EchoWatch, private_answer
 from treadwise.agent.policy import erase_on_request, for_customer
 from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
@@ -162,7 +163,9 @@ class Agent:
             chunks = within(turn_context, graph.stream(
                 turn_input(message), config, context=context, stream_mode=modes,
                 durability="exit"))
-            yield from self._graph_events(chunks, result, steps, stages, answer_nodes)
+            # Streamed words stop once they repeat the instructions; the answer is replaced.
+            watch = EchoWatch(self.settings.personas_dir)
+            yield from self._graph_events(chunks, result, steps, stages, answer_nodes, watch)
             result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
                                      first_token.seconds, per_call=per_call)
             self._summarise(result, thread_id, steps, strategy, context.persona)
@@ -215,11 +218,11 @@ class Agent:
         return result
 
     def _events(self, mode: str, data: Any, steps: list[ToolStep], stages: list[dict[str, Any]],
-                answer_nodes: frozenset[str]) -> Iterator[Event]:
+                answer_nodes: frozenset[str], watch: EchoWatch) -> Iterator[Event]:
         if mode == "messages":
             chunk, meta = data
             if meta.get("langgraph_node") in answer_nodes and isinstance(chunk, AIMessageChunk):
-                if text := chunk.text:
+                if (text := chunk.text) and not watch.feed(text):
                     yield TextDelta(text)
             return
         for update in (data or {}).values():
@@ -280,7 +283,8 @@ class Agent:
         result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
         if ai and result.error is None:
             last = ai[-1]
-            answer = for_customer(redact(last.text), turn)
+            answer = private_answer(for_customer(redact(last.text), turn), persona,
+                                    self.settings.personas_dir)
             result.answer = erase_on_request(answer, messages, self.tools, thread_id).strip()
             result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap"))
 

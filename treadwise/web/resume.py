@@ -14,6 +14,7 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
+from treadwise.agent.echo_guard import private_answer
 from treadwise.errors import redact
 from treadwise.settings import Settings
 from treadwise.web.session import Turn
@@ -110,7 +111,8 @@ def _add_calls(turn: Turn, message: AIMessage) -> None:
         turn.steps.append(ToolStep(id=call.get("id") or "", name=call.get("name") or "?",
                                    args=dict(call.get("args") or {})))
     if text := message.text.strip():
-        turn.answer = redact(text)
+        # Memory keeps what the model wrote; the page shows what the customer was shown.
+        turn.answer = private_answer(redact(text))
 
 
 def _add_result(turn: Turn, message: ToolMessage) -> None:
