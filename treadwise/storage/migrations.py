@@ -199,6 +199,19 @@ def m007_live_picks(conn: Any) -> None:
         )""")
 
 
+@migration
+def m008_conversation_links(conn: Any) -> None:
+    # Who a conversation's resume link belongs to, and whether "Forget me" revoked it
+    # (storage/link_store.py): the thread is a hash, the owner a signed-in user's name or "".
+    conn.execute("""
+        CREATE TABLE conversation_links (
+            thread TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            revoked_at TIMESTAMPTZ
+        )""")
+
+
 @contextmanager
 def advisory_lock(conn: Any, key: int, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Hold a session advisory lock on an autocommit connection.

@@ -192,6 +192,7 @@ class BusinessDesk:
             return "Nothing to delete: this conversation has no id, so nothing was stored for it."
         try:
             erased = self.context.store.forget_thread(thread)
+            self._revoke_links(thread)
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't delete anything right now: {exc}.") from exc
         if not (erased.leads or erased.feedback):
@@ -199,6 +200,14 @@ class BusinessDesk:
                     "conversation.")
         return (f"Deleted: {erased.describe()}. The text of this chat itself is not deleted by "
                 "this.")
+
+    def _revoke_links(self, thread: str) -> None:
+        """No resume link of the conversation opens any more (in a case folder, its own)."""
+        from treadwise.storage.link_store import revoke_links
+
+        shared = self.context.current_dir == self.context.data_dir
+        revoke_links(thread, self.context.current_dir,
+                     self.context.database_url if shared else None)
 
 
 def _slot(lead_time: str) -> str:
