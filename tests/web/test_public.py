@@ -69,6 +69,21 @@ def test_a_forwarded_address_from_a_trusted_proxy_names_the_client(tmp_path: Pat
         assert [SLOW_DOWN in reply for reply in spoofer] == [False] * 6 + [True]
 
 
+@pytest.mark.parametrize("forwarded", [
+    "1.2.3.{n}, 127.0.0.1",  # the client's own entry, then a trusted address: one hop only
+    "evil-{n}",  # not an address
+    "10.0.0.{n}:443",  # not an address either (nginx's $remote_addr has no port)
+])
+def test_a_trusted_proxy_forwards_one_hop_and_ip_addresses_only(tmp_path: Path, forwarded: str):
+    """From 127.0.0.1, itself trusted, any local process can send these: each must share one
+    budget (the proxy's, 3 sessions' worth), never get a fresh one per made-up entry."""
+    settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="3",
+                      TREADWISE_TRUSTED_PROXIES="127.0.0.1")
+    with serve_in_process(settings) as url:
+        replies = [send(visitor(url, forwarded.format(n=n)), "Hours?") for n in range(12)]
+    assert [SLOW_DOWN in reply for reply in replies] == [False] * 9 + [True] * 3
+
+
 def test_new_sessions_share_their_address_budget(tmp_path: Path):
     settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="2")
     with serve_in_process(settings) as url:
@@ -175,9 +190,12 @@ def test_a_visitor_cannot_reopen_another_visitors_conversation(tmp_path: Path):
     settings = public(tmp_path / "data")
     with serve_in_process(settings) as url:
         ana, bob = visitor(url), visitor(url)
-        ana_file, ana_export = exported(ana, ana.predict(
-            "Please contact me at ana@fleetco.com about pricing", "friendly", "offline", "",
-            0.0, api_name="/send"))
+        ana_outputs = ana.predict("Please contact me at ana@fleetco.com about pricing",
+                                  "friendly", "offline", "", 0.0, api_name="/send")
+        ana_file, ana_export = exported(ana, ana_outputs)
+        # Her export is hers alone: another visitor, or none, with its URL gets nothing.
+        for cookies in (None, bob.cookies, {"treadwise-visitor": "0" * 32 + ".0123456789abcdef"}):
+            assert httpx.get(ana_outputs[-1]["value"]["url"], cookies=cookies).status_code == 404
         _, bob_export = exported(bob, bob.predict("What are your opening hours?", "friendly",
                                                   "offline", "", 0.0, api_name="/send"))
         ana_thread, bob_link = ana_export["thread_id"], bob_export["resume"]

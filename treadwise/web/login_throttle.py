@@ -14,6 +14,7 @@ from dataclasses import dataclass
 # browser that signed in as that user before (see SignIn): guessing slows down, nobody is
 # locked out of their own account by someone else's failures.
 FREE_FAILURES = {"address": 5, "user": 10}
+FIRST_WAIT_S = 1.0
 MAX_WAIT_S = {"address": 300.0, "user": 60.0}
 FORGET_S = 15 * 60.0
 MAX_KEYS = 50_000
@@ -41,8 +42,8 @@ class LoginThrottle:
         now = self.clock()
         keys = [("address", address)] + ([] if known_browser else [("user", _name(user))])
         with self._lock:
-            waits = [(self._wait(key, now), key[0]) for key in keys]
-        return max(waits)
+            wait, whose = max((self._wait(key, now), key[0]) for key in keys)
+        return (wait, whose) if wait > 0 else (0.0, "")
 
     def failed(self, user: str, address: str) -> None:
         now = self.clock()
@@ -65,7 +66,7 @@ class LoginThrottle:
         over = found.count - FREE_FAILURES[key[0]]
         if over < 0:
             return 0.0
-        wait = min(MAX_WAIT_S[key[0]], 2.0 ** over)
+        wait = min(MAX_WAIT_S[key[0]], FIRST_WAIT_S * 2.0 ** over)
         return max(0.0, found.last + wait - now)
 
 

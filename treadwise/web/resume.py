@@ -4,9 +4,7 @@ for the holder of the conversation's signed link only (and, with a login, its ow
 from __future__ import annotations
 
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -25,7 +23,6 @@ THREAD_ID_RE = re.compile(r"[0-9a-f]{32}")
 SIGNATURE_CHARS = 32  # 128 bits of HMAC-SHA256
 # <thread id>.<expiry, Unix seconds>.<signature>, exactly: no other case, no padding.
 LINK_RE = re.compile(rf"([0-9a-f]{{32}})\.([1-9][0-9]{{9,11}})\.([0-9a-f]{{{SIGNATURE_CHARS}}})")
-CLAIMS_KEPT = 10_000  # threads whose owner this process remembers having recorded
 RESTORED_LABEL = "restored from memory"
 
 
@@ -49,25 +46,12 @@ class ThreadLinks:
         self.secret = ServerSecret(settings)
         self.store = store or open_link_store(settings.data_dir, settings.database_url)
         self.clock = clock
-        self._claimed: OrderedDict[str, str] = OrderedDict()  # thread -> owner recorded
-        self._lock = threading.Lock()
 
     def link(self, thread_id: str, user: str | None = None) -> str | None:
         """A fresh link to the thread, recorded as `user`'s (None: no login); None when the
         conversation's links were revoked or belong to someone else."""
-        owner = user or ""
-        with self._lock:
-            known = self._claimed.get(thread_id)
-        if known is None:
-            record = self.store.claim(thread_id, owner)
-            if record.revoked:
-                return None
-            known = record.owner
-            with self._lock:
-                self._claimed[thread_id] = known
-                if len(self._claimed) > CLAIMS_KEPT:
-                    self._claimed.popitem(last=False)
-        if known != owner and not self._is_admin(user):
+        record = self.store.claim(thread_id, user or "")
+        if record.revoked or (record.owner != (user or "") and not self._is_admin(user)):
             return None
         expires = int(self.clock() + self.settings.link_days * 86400)
         return f"{thread_id}.{expires}.{self._sign(thread_id, expires)}"
@@ -92,8 +76,6 @@ class ThreadLinks:
     def revoke(self, thread_id: str) -> None:
         """End every link to the thread, here and on every replica."""
         self.store.revoke(thread_id)
-        with self._lock:
-            self._claimed.pop(thread_id, None)
 
     def _may_open(self, thread: str, user: str | None) -> bool:
         record = self.store.get(thread)
