@@ -4,15 +4,24 @@ hop back; compose publishes nginx's 443 and 80 alone on the host's interfaces.""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+import pytest
 import yaml
+
+from tests.support.nginx import Proxy
+from tests.support.webapp import serve_in_process
+from treadwise.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX = ROOT / "deploy" / "nginx.conf"
 COMPOSE = ROOT / "deploy" / "compose.yaml"
+USERS = "ana:ana-pw-1,bob:bob-pw-2"
 TOKEN_RE = re.compile(r'#[^\n]*|"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[{};]|[^\s{};"\'#]+')
 
 
@@ -143,3 +152,72 @@ def test_compose_publishes_nginx_alone():
     replica = compose["x-replica"]["environment"]
     assert replica["TREADWISE_TRUSTED_PROXIES"] == address
     assert "deploy/certs/" in (ROOT / ".gitignore").read_text().split()
+
+
+@pytest.fixture
+def behind_nginx(tmp_path: Path) -> Iterator[Proxy]:
+    """A public app with a login, trusting only 127.0.0.1, behind the shipped nginx.conf."""
+    from tests.support.nginx import find_nginx, serve_nginx
+
+    try:
+        find_nginx()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    env = {"TREADWISE_PUBLIC": "1", "TREADWISE_AUTH": USERS, "TREADWISE_ADMINS": "ana",
+           "TREADWISE_TRUSTED_PROXIES": "127.0.0.1"}
+    settings = dataclasses.replace(Settings.from_env(env), data_dir=tmp_path / "data")
+    with serve_in_process(settings) as url, serve_nginx(url, tmp_path / "nginx") as proxy:
+        yield proxy
+
+
+def test_the_shipped_nginx_redirects_sends_the_headers_and_limits_sign_in(behind_nginx):
+    proxy = behind_nginx
+    redirect = httpx.get(f"{proxy.http}?thread=not-in-the-log", follow_redirects=False)
+    assert redirect.status_code == 301
+    assert redirect.headers["location"] == "https://127.0.0.1/?thread=not-in-the-log"
+    page = httpx.get(f"{proxy.https}?thread=not-in-the-log", verify=False, timeout=60)
+    assert page.status_code == 200 and "<html" in page.text.lower()
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    assert page.headers["strict-transport-security"].startswith("max-age=31536000")
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert page.headers["referrer-policy"] == "no-referrer"
+    signed = httpx.post(f"{proxy.https}login", data={"username": "bob", "password": "bob-pw-2"},
+                        headers={"X-Forwarded-Proto": "http", "X-Forwarded-For": "10.9.9.9"},
+                        verify=False, timeout=60)
+    assert signed.status_code == 200
+    cookies = signed.headers.get_list("set-cookie")
+    assert cookies and all("; Secure" in c for c in cookies), "nginx said https; the app must"
+    tries = [httpx.post(f"{proxy.https}login", data={"username": "bob", "password": f"g{n}"},
+                        verify=False, timeout=60) for n in range(12)]
+    assert any(t.status_code == 429 and "<center>nginx</center>" in t.text for t in tries), \
+        [t.status_code for t in tries]
+    log = (proxy.error_log.parent / "access.log").read_text()
+    assert "POST /login" in log and "not-in-the-log" not in log
+
+
+@pytest.mark.browser
+def test_the_page_works_under_the_shipped_security_headers(behind_nginx, chromium):
+    """Chromium over HTTPS through nginx: sign in, chat, and no script or style refused by the
+    content security policy."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.chromium import CHROMIUM_ARGS, TIMEOUT_MS
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(ignore_https_errors=True).new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            refused: list[str] = []
+            page.on("console", lambda m: refused.append(m.text)
+                    if "Content Security Policy" in m.text else None)
+            page.goto(behind_nginx.https)
+            page.get_by_label("username").fill("bob")
+            page.get_by_label("password").fill("bob-pw-2")
+            page.get_by_role("button", name="Login").click()
+            page.locator("#message textarea").fill("Add 5 and 4, then square the result")
+            page.locator("#send").click()
+            page.locator("#chat").get_by_text("81").first.wait_for()
+        finally:
+            browser.close()
+    assert refused == []
