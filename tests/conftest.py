@@ -59,9 +59,12 @@ socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Caches kept between runs live outside the repository, under the user's cache folder; each
+# test that fills one passes with it empty (sh .ci/fresh runs the suite with none at all).
+CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 # Hypothesis keeps its examples and caches in .hypothesis/ under the working directory, the
 # repository: tests write only outside it.
-set_hypothesis_home_dir(str(Path.home() / ".cache" / "treadwise-hypothesis"))
+set_hypothesis_home_dir(str(CACHE_HOME / "treadwise-hypothesis"))
 
 
 @pytest.fixture(autouse=True)
@@ -84,9 +87,11 @@ def chromium() -> str:
     from tests.support.chromium import require_chromium
 
     try:
-        return require_chromium()
+        path = require_chromium()
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
+    STARTED.add("browser")
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -118,12 +123,51 @@ def postgres_cluster():
     """
     from tests.support.postgres_cluster import start_cluster
 
+    STARTED.add("postgres")
     try:
         cluster = start_cluster()
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def local_model() -> str:
+    """The bundled SmolLM2 through llama.cpp (loaded once per process by the engine's cache):
+    the spec to resolve. Missing is a failure naming what to install, never a silent skip."""
+    from treadwise.models.local import model_path
+
+    try:
+        import llama_cpp  # noqa: F401
+
+        model_path("smollm2")
+    except Exception as exc:  # noqa: BLE001 - any missing piece is the same install hint
+        pytest.fail(f"the local model is not installed ({exc}): "
+                    "python -m pip install -r requirements-local.txt", pytrace=False)
+    STARTED.add("local_model")
+    return "local:smollm2"
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """Dask on loopback: the launcher of scheduler and worker processes (tests/support)."""
+    from tests.support.dask_cluster import LoopbackCluster
+
+    STARTED.add("cluster")
+    return LoopbackCluster
+
+
+@pytest.fixture(scope="session")
+def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new, plain virtual environment for install tests (the python inside it)."""
+    import subprocess
+    import sys
+
+    STARTED.add("install")
+    folder = tmp_path_factory.mktemp("fresh-venv")
+    subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True, timeout=300)
+    return folder / "venv" / "bin" / "python"
 
 
 @pytest.fixture
@@ -136,11 +180,39 @@ def database_url(postgres_cluster):
     close_pools()
 
 
+# The fixtures that start a service, and the marker a test using one (directly or through
+# another fixture) carries. `-m quick` is every test with none of them and not marked slow.
+SERVICE_FIXTURES = {"postgres_cluster": "postgres", "local_model": "local_model",
+                    "dask_cluster": "cluster", "chromium": "browser", "fresh_venv": "install"}
+SERVICE_MARKERS = frozenset(SERVICE_FIXTURES.values())
+# Services a fixture of this process has started: a launch without one fails (see below).
+STARTED: set[str] = set()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Files with a slow test first, each file's tests kept together and in order.
+    """Markers from the fixtures each test uses; files with a slow test first, each file's tests
+    kept together and in order.
 
     The suite is spread over pytest-xdist workers a file at a time (pyproject's addopts); a long
     file started first runs beside the short ones instead of ending the run alone.
     """
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    for item in items:
+        for name in getattr(item, "fixturenames", ()):
+            if name in SERVICE_FIXTURES:
+                item.add_marker(SERVICE_FIXTURES[name])
+        marked = {mark.name for mark in item.iter_markers()}
+        if not marked & (SERVICE_MARKERS | {"slow"}):
+            item.add_marker("quick")
+    slow = {item.path for item in items
+            if {mark.name for mark in item.iter_markers()} & (SERVICE_MARKERS | {"slow"})}
     items.sort(key=lambda item: item.path not in slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def services_only_through_their_fixtures():
+    """A test that starts PostgreSQL, the local model, Dask or Chromium without the fixture
+    (so without its marker, and inside `-m quick`) fails here instead of slowing the quick run."""
+    from tests.support import service_guard
+
+    with service_guard.guarding(STARTED):
+        yield

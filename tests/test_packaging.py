@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEAD_PROXY, PROXY_NAMES, REAL_PROXIES, REPO
+from tests.conftest import CACHE_HOME, DEAD_PROXY, PROXY_NAMES, REAL_PROXIES, REPO
 
 # Wheels of the runtime dependencies, kept between runs (outside the repository) so the install
 # is offline and quick after the first run; refilled from the package registry when
 # pyproject.toml asks for something it does not hold.
-WHEELHOUSE = Path.home() / ".cache" / "treadwise-test-wheelhouse"
+WHEELHOUSE = CACHE_HOME / "treadwise-test-wheelhouse"
 NOT_SOURCE = shutil.ignore_patterns(".git", "results", "data", "build", "*.egg-info",
                                     "__pycache__", ".venv", "venv", "test-output", ".*_cache",
                                     ".hypothesis", "benchmarks", "docs", "tests")
@@ -40,14 +40,12 @@ def clean_env() -> dict[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.install
 @pytest.mark.timeout(1800)
-def test_pip_install_dot_in_a_fresh_venv_then_both_packages_import(tmp_path: Path) -> None:
+def test_pip_install_dot_in_a_fresh_venv_then_both_packages_import(tmp_path: Path,
+                                                                   fresh_venv: Path) -> None:
     source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info next to it
     shutil.copytree(REPO, source, ignore=NOT_SOURCE)
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True,
-                   timeout=300)
-    python = tmp_path / "venv" / "bin" / "python"
+    python = fresh_venv
     # No byte-compiling of every installed module: the import below compiles what it uses.
     offline = ("install", "--no-compile", "--no-index", "--find-links", str(WHEELHOUSE),
                str(source))
@@ -63,7 +61,7 @@ def test_pip_install_dot_in_a_fresh_venv_then_both_packages_import(tmp_path: Pat
     imported = subprocess.run([str(python), "-c", IMPORTS], cwd=tmp_path, capture_output=True,
                               text=True, timeout=300, env=clean_env())
     assert imported.returncode == 0, imported.stderr[-3000:]
-    assert str(tmp_path / "venv") in imported.stdout
+    assert str(fresh_venv.parent.parent) in imported.stdout
 
 
 def test_the_registry_install_never_goes_through_the_tests_dead_proxy() -> None:

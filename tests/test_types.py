@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import CACHE_HOME, REPO
 
 # mypy's cache lives outside the repository and is kept between runs (a cold run takes minutes).
-CACHE = Path.home() / ".cache" / "treadwise-mypy"
+CACHE = CACHE_HOME / "treadwise-mypy"
 
 
 @pytest.mark.slow

@@ -31,7 +31,7 @@ MAX_TOKENS = 24
 
 
 @pytest.fixture(scope="module")
-def local():
+def local(local_model):
     model = resolve_model(SPEC, settings=Settings(timeout_s=180),
                           env={"TREADWISE_LOCAL_MAX_TOKENS": str(MAX_TOKENS)})
     model.warm()
@@ -200,7 +200,7 @@ def test_a_missing_runtime_or_gguf_is_one_line_naming_what_to_install(monkeypatc
 
 
 @pytest.fixture(scope="module")
-def llama_server():
+def llama_server(local_model):
     """llama-cpp-python's OpenAI-compatible server on loopback, serving the bundled model."""
     import socket
     import time

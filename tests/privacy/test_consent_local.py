@@ -34,7 +34,7 @@ AT_REST = [
 
 
 @pytest.fixture(scope="module")
-def local():
+def local(local_model):
     model = resolve_model(SPEC, settings=Settings(timeout_s=180),
                           env={"TREADWISE_LOCAL_MAX_TOKENS": "24"})
     model.warm()

@@ -110,13 +110,13 @@ def test_the_same_lead_sent_to_both_replicas_at_once_is_stored_once(replicas, da
 
 
 @pytest.fixture
-def page() -> Iterator[object]:
+def page(chromium: str) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
-    from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS
+    from tests.support.chromium import CHROMIUM_ARGS, TIMEOUT_MS
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         try:
@@ -125,7 +125,6 @@ def page() -> Iterator[object]:
             browser.close()
 
 
-@pytest.mark.browser
 def test_a_page_opened_with_the_thread_id_on_the_other_replica_shows_the_conversation(
         replicas, page):
     a, b = replicas

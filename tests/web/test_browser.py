@@ -16,8 +16,6 @@ from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
 
-pytestmark = pytest.mark.browser
-
 LOOPBACK = {"127.0.0.1", "localhost"}
 HOSTILE = ('Here you go <img src=x onerror="window.__xss=1"> '
            "<script>window.__xss=2</script>\n\n"

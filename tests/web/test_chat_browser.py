@@ -27,8 +27,6 @@ from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.tools import ToolContext, get_tools
 
-pytestmark = pytest.mark.browser
-
 TIMEOUT_MS = 45_000
 WAIT_S = 2.5
 LONG = "Tell me about tires. " * 200  # 4,200 characters, over the 4,000 limit

@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from experiments.live.definition import parse_experiment
-from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.support.chromium import CHROMIUM_ARGS
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
 from treadwise.storage.live_store import SqliteLiveStore
 
-pytestmark = pytest.mark.browser
 playwright_api = pytest.importorskip("playwright.sync_api")
 
 TIMEOUT_MS = 60_000
@@ -40,9 +39,8 @@ def ask(page, text: str, replies: int) -> None:
         f"document.querySelectorAll('#chat .tw-footer').length >= {replies}")
 
 
-def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(tmp_path: Path):
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's Chromium is not installed")
+def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
+        tmp_path: Path, chromium: str):
     data_dir = tmp_path / "data"
     store = SqliteLiveStore(data_dir)
     experiment = parse_experiment(DEFINITION)
@@ -53,7 +51,7 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(tmp_
         return [e for e in store.events("tone") if e["kind"] == "rating"]
 
     with serve_in_process(settings) as url, playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_context().new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(url)
@@ -81,16 +79,15 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(tmp_
         rating["visitor"], rating["arm"], 4.0), "the score is not the visitor's, in their arm"
 
 
-def test_side_by_side_in_the_browser_names_the_arms_only_after_the_pick(tmp_path: Path):
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's Chromium is not installed")
+def test_side_by_side_in_the_browser_names_the_arms_only_after_the_pick(
+        tmp_path: Path, chromium: str):
     data_dir = tmp_path / "data"
     store = SqliteLiveStore(data_dir)
     experiment = parse_experiment(DEFINITION.replace("arms:", "side_by_side: true\narms:"))
     store.create(experiment.name, experiment.model_dump())
     settings = dataclasses.replace(Settings.from_env({}), data_dir=data_dir)
     with serve_in_process(settings) as url, playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_context().new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(url)

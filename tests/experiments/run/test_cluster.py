@@ -70,9 +70,9 @@ def watch():
 
 
 @pytest.fixture(scope="module")
-def shared_cluster(tmp_path_factory, env):
+def shared_cluster(tmp_path_factory, env, dask_cluster):
     """One scheduler for the module's tests (starting workers costs seconds each)."""
-    with LoopbackCluster(tmp_path_factory.mktemp("dask"), env) as running:
+    with dask_cluster(tmp_path_factory.mktemp("dask"), env) as running:
         yield running
 
 

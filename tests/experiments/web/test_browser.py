@@ -13,8 +13,6 @@ from tests.support.chromium import CHROMIUM_ARGS
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
 
-pytestmark = pytest.mark.browser
-
 TIMEOUT_MS = 120_000
 HOSTILE = "<img src=x onerror=\"window.__xss=1\">"
 

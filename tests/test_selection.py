@@ -1,0 +1,64 @@
+"""`python -m pytest -m quick` selects no test that uses a service, and every test that uses a
+service fixture carries its marker, put there by the fixture."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, SERVICE_FIXTURES, SERVICE_MARKERS
+
+# Two collections of the whole suite (about 10 s each): not for the quick run itself.
+pytestmark = pytest.mark.slow
+Selection = dict[str, dict[str, list[str]]]
+
+
+def collected(folder: Path, *args: str) -> Selection:
+    target = folder / "selection.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p",
+         "tests.support.selection_report", "-p", "no:cacheprovider", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TREADWISE_SELECTION_REPORT": str(target)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(target.read_text())
+
+
+@pytest.fixture(scope="module")
+def everything(tmp_path_factory: pytest.TempPathFactory) -> Selection:
+    return collected(tmp_path_factory.mktemp("all"))
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> Selection:
+    return collected(tmp_path_factory.mktemp("quick"), "-m", "quick")
+
+
+def test_every_test_using_a_service_fixture_carries_its_marker_and_quick_selects_none(
+        everything: Selection, quick: Selection) -> None:
+    for nodeid, item in everything.items():
+        for fixture, marker in SERVICE_FIXTURES.items():
+            if fixture in item["fixtures"]:
+                assert marker in item["markers"], f"{nodeid} uses {fixture} but is not {marker}"
+    for nodeid, item in quick.items():
+        assert not set(item["fixtures"]) & set(SERVICE_FIXTURES), nodeid
+        assert not set(item["markers"]) & (SERVICE_MARKERS | {"slow"}), nodeid
+    # Not vacuous: each service has tests, and they are all left out of the quick run.
+    for marker in SERVICE_MARKERS:
+        users = [n for n, item in everything.items() if marker in item["markers"]]
+        assert users and not set(users) & set(quick), marker
+    assert set(quick) < set(everything)
+
+
+def test_the_quick_run_still_covers_every_folder_of_tests(quick: Selection) -> None:
+    """Each package's tests (tests/agent, tests/models, ... tests/experiments/run) keep some
+    tests in the quick run, so the inner loop exercises every module's logic."""
+    folders = {path.parent for path in (REPO / "tests").rglob("test_*.py")
+               if "support" not in path.parts}
+    covered = {(REPO / nodeid.split("::")[0]).parent for nodeid in quick}
+    assert folders <= covered, sorted(str(f.relative_to(REPO)) for f in folders - covered)
