@@ -170,6 +170,7 @@ def behind_nginx(tmp_path: Path) -> Iterator[Proxy]:
         yield proxy
 
 
+@pytest.mark.slow
 def test_the_shipped_nginx_redirects_sends_the_headers_and_limits_sign_in(behind_nginx):
     proxy = behind_nginx
     redirect = httpx.get(f"{proxy.http}?thread=not-in-the-log", follow_redirects=False)

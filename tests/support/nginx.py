@@ -17,7 +17,8 @@ import httpx
 from tests.support.webapp import REPO, free_port
 
 # Where .ci/install-system unpacks Debian's nginx binary (no service is installed or started).
-UNPACKED = Path.home() / ".cache" / "treadwise-nginx" / "usr" / "sbin" / "nginx"
+CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+UNPACKED = CACHE_HOME / "treadwise-nginx" / "usr" / "sbin" / "nginx"
 INSTALL_HINT = ("nginx was not found (on PATH, /usr/sbin/nginx or the unpacked copy in "
                 f"{UNPACKED.parent.parent.parent}). Get it with `sh .ci/install-system`, which "
                 "unpacks Debian's binary without installing a service, then run the tests again.")
