@@ -14,9 +14,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
+from treadwise.agent.graph import Kit
 from treadwise.agent.prompts import build_system_prompt
 from treadwise.agent.state import TurnContext
-from treadwise.agent.strategies.react import build_graph
+from treadwise.agent.strategies.react import build
 from treadwise.personas import get_persona
 from treadwise.testing.fakes import ScriptedModel
 
@@ -40,7 +41,7 @@ def one_tool_then_answer(messages, kwargs) -> AIMessage:
 def time_ours(turns: int) -> float:
     model = ScriptedModel(script=[one_tool_then_answer])
     persona = get_persona("friendly")
-    graph = build_graph([lookup], checkpointer=InMemorySaver())
+    graph = build(Kit([lookup], checkpointer=InMemorySaver()))
     context = TurnContext(persona=persona, model=model, model_spec="scripted")
     started = time.perf_counter()
     for i in range(turns):

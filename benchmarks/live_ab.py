@@ -33,8 +33,8 @@ sys.path.insert(0, str(REPO))
 from experiments.live.definition import parse_experiment  # noqa: E402
 from experiments.live.report import report  # noqa: E402
 from experiments.live.sequential import Interval, Moments, difference_interval  # noqa: E402
+from experiments.live.store import SqliteLiveStore  # noqa: E402
 from tests.support.webapp import loopback_client, serve_subprocess  # noqa: E402
-from treadwise.storage.live_store import SqliteLiveStore  # noqa: E402
 
 QUICK = os.environ.get("LIVE_AB_QUICK") == "1"
 VISITORS = 2000

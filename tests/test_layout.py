@@ -1,5 +1,6 @@
-"""The layout holds: no import circles between files, no module over 400 lines, and experiments/
-with its jobs in sub-packages (at most 8 files at its top level)."""
+"""The layout holds: the product never imports the harness, no import circles between files, no
+module over 400 lines, and experiments/ with its jobs in sub-packages (at most 8 files at its
+top level)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,46 @@ def imports(path: Path) -> set[Path]:
                 found.add(target)
                 break
     return found
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every module name `path` imports, anywhere in it (a late import, one under
+    TYPE_CHECKING) or through importlib with a literal name."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add(node.module or "")
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                    "import_module", "__import__"):
+            found.add(str(node.args[0].value))
+    return found
+
+
+def harness_imports(root: Path) -> dict[str, list[str]]:
+    """File -> the harness modules it imports, for every file under `root`."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        names = sorted(n for n in imported_names(path) if n.split(".")[0] == "experiments")
+        if names:
+            found[str(path.relative_to(root.parent))] = names
+    return found
+
+
+def test_the_product_never_imports_the_harness_even_late() -> None:
+    assert harness_imports(REPO / "treadwise") == {}
+
+
+def test_the_harness_import_finder_finds_a_late_one(tmp_path: Path) -> None:
+    package = tmp_path / "treadwise"
+    package.mkdir()
+    (package / "a.py").write_text("def f():\n    from experiments.store import open_run\n")
+    (package / "b.py").write_text("import importlib\nimportlib.import_module('experiments.cli')\n")
+    (package / "c.py").write_text("from treadwise.web import extensions\n")
+    assert harness_imports(package) == {"treadwise/a.py": ["experiments.store"],
+                                        "treadwise/b.py": ["experiments.cli"]}
 
 
 def reachable(graph: dict[Path, set[Path]], start: Path) -> set[Path]:

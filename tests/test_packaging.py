@@ -1,5 +1,5 @@
-"""`pip install .` into a fresh, plain virtual environment gives importable treadwise and
-experiments: pyproject.toml declares every runtime dependency."""
+"""`pip install .` into a fresh, plain virtual environment gives the chat app alone (pyproject's
+core dependencies are the product's); `pip install .[experiments]` adds the harness."""
 
 from __future__ import annotations
 
@@ -22,9 +22,25 @@ WHEELHOUSE = CACHE_HOME / "treadwise-test-wheelhouse"
 NOT_SOURCE = shutil.ignore_patterns(".git", "results", "data", "build", "*.egg-info",
                                     "__pycache__", ".venv", "venv", "test-output", ".*_cache",
                                     ".hypothesis", "benchmarks", "docs", "tests")
-IMPORTS = ("import treadwise, experiments, treadwise.agent, treadwise.web.gradio_app, "
-           "treadwise.tools.math, experiments.cli, experiments.analyse.report; "
-           "print(treadwise.__file__)")
+# The app built and its built-ins found from the installed metadata alone (no pyproject.toml
+# beside the package), without the harness's packages; prints the page's tab ids.
+APP = """
+import importlib.util, sys, treadwise
+from treadwise.agent.strategies import strategy_names
+from treadwise.settings import Settings
+from treadwise.tools import TOOLSETS
+from treadwise.web.gradio_app import create_app
+assert strategy_names() == ["react", "plan-verify", "self-consistency", "think-write"]
+assert {"math", "business"} <= set(TOOLSETS.names())
+page = str(create_app(Settings.from_env()).get_config_file())
+print(treadwise.__file__)
+print("tabs:", [t for t in ("chat-tab", "experiments-tab") if t in page])
+print("absent:", [m for m in ("seaborn", "scipy", "statsmodels", "dask")
+                  if importlib.util.find_spec(m) is None])
+"""
+HARNESS = ("import experiments.cli, experiments.analyse.report, experiments.live.report; "
+           "from experiments.define.checks import CHECKS; from experiments.analyse.charts "
+           "import registered; assert registered(); print('harness ok')")
 
 
 def pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -39,29 +55,48 @@ def clean_env() -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k not in dropped}, **REAL_PROXIES}
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
-def test_pip_install_dot_in_a_fresh_venv_then_both_packages_import(tmp_path: Path,
-                                                                   fresh_venv: Path) -> None:
-    source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info next to it
-    shutil.copytree(REPO, source, ignore=NOT_SOURCE)
-    python = fresh_venv
-    # No byte-compiling of every installed module: the import below compiles what it uses.
+def install(python: Path, target: str, extras: tuple[str, ...] = ()) -> None:
+    """`pip install target` from the wheelhouse, filling it from the registry first when it
+    lacks something pyproject.toml asks for (an empty cache, a new dependency)."""
+    # No byte-compiling of every installed module: the imports compile what they use.
     offline = ("install", "--no-compile", "--no-index", "--find-links", str(WHEELHOUSE),
-               str(source))
+               target)
     done = pip(python, *offline)
     if done.returncode != 0:
         project = tomllib.loads((REPO / "pyproject.toml").read_text())
-        needs = [*project["build-system"]["requires"], *project["project"]["dependencies"]]
+        needs = [*project["build-system"]["requires"], *project["project"]["dependencies"],
+                 *(need for extra in extras
+                   for need in project["project"]["optional-dependencies"][extra])]
         filled = pip(python, "wheel", "--wheel-dir", str(WHEELHOUSE), *needs)
         assert filled.returncode == 0, filled.stderr[-3000:]
         done = pip(python, *offline)
     assert done.returncode == 0, done.stderr[-3000:]
-    # Run outside the source copy, so the import can only find the installed packages.
-    imported = subprocess.run([str(python), "-c", IMPORTS], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300, env=clean_env())
-    assert imported.returncode == 0, imported.stderr[-3000:]
-    assert str(fresh_venv.parent.parent) in imported.stdout
+
+
+def run(python: Path, code: str, cwd: Path) -> str:
+    """Run `code` in the venv, outside the source copy (only installed packages import)."""
+    done = subprocess.run([str(python), "-c", code], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**clean_env(), "TREADWISE_DATA_DIR": str(cwd / "d")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_pip_install_dot_runs_the_chat_app_alone_and_the_extra_adds_the_harness(
+        tmp_path: Path, fresh_venv: Path) -> None:
+    source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info next to it
+    shutil.copytree(REPO, source, ignore=NOT_SOURCE)
+    python = fresh_venv
+    install(python, str(source))
+    alone = run(python, APP, tmp_path)
+    assert str(fresh_venv.parent.parent) in alone
+    assert "tabs: ['chat-tab']" in alone
+    assert "absent: ['seaborn', 'scipy', 'statsmodels', 'dask']" in alone
+
+    install(python, f"{source}[experiments]", extras=("experiments",))
+    assert "harness ok" in run(python, HARNESS, tmp_path)
+    assert "tabs: ['chat-tab', 'experiments-tab']" in run(python, APP, tmp_path)
 
 
 def test_the_registry_install_never_goes_through_the_tests_dead_proxy() -> None:

@@ -1,4 +1,4 @@
-"""One plugin registry: every group declared in pyproject.toml, plugins found by entry point."""
+"""One plugin registry: built-ins declared once in pyproject.toml, plugins found by entry point."""
 
 from __future__ import annotations
 
@@ -8,19 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from experiments.analyse.charts import BUILTIN_CHARTS, CHARTS, registered
+from experiments.analyse.charts import CHARTS, registered
 from experiments.define.checks import CHECKS, CheckError, validate
-from experiments.define.outcome import BUILTIN_CHECKS
+from experiments.define.outcome import CHECK_KINDS
 from tests.support.distributions import install_distribution
-from treadwise.agent.strategies import BUILTIN_STRATEGIES, get_strategy, strategy_names
-from treadwise.models.registry import BUILTIN_PROVIDERS, find_provider, resolve_model
-from treadwise.plugins import Registry, load
-from treadwise.tools import BUILTIN_TOOLSETS
+from treadwise.agent.strategies import REGISTRY, get_strategy, strategy_names
+from treadwise.models.registry import MODELS, find_provider, resolve_model
+from treadwise.plugins import Registry, declared, load
+from treadwise.tools import TOOLSETS
+from treadwise.web.extensions import PLUGS
 
 ROOT = Path(__file__).resolve().parents[1]
-GROUPS = {"treadwise.tools": BUILTIN_TOOLSETS, "treadwise.models": BUILTIN_PROVIDERS,
-          "treadwise.strategies": BUILTIN_STRATEGIES, "treadwise.checks": BUILTIN_CHECKS,
-          "treadwise.charts": BUILTIN_CHARTS}
+REGISTRIES = (TOOLSETS, MODELS, REGISTRY, PLUGS, CHECK_KINDS, CHARTS)
 
 PLUGIN = '''
 from experiments.analyse.charts import chart, empty
@@ -52,8 +51,8 @@ def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     site = install_distribution(
         tmp_path / "site", "treadwise-extras", {"treadwise_extras": PLUGIN},
         "[treadwise.models]\necho = treadwise_extras:echo_model\n"
-        "[treadwise.checks]\nanswer_short = treadwise_extras:answer_short\n"
-        "[treadwise.charts]\ntire_ages.png = treadwise_extras:tire_ages\n"
+        "[experiments.checks]\nanswer_short = treadwise_extras:answer_short\n"
+        "[experiments.charts]\ntire_ages.png = treadwise_extras:tire_ages\n"
         "[treadwise.strategies]\nlazy = treadwise_extras:forgot_to_register\n")
     monkeypatch.syspath_prepend(str(site))
     yield
@@ -62,16 +61,27 @@ def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     CHARTS.entries.pop("tire_ages.png", None)
 
 
-def test_every_group_is_declared_in_pyproject_with_the_built_ins() -> None:
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-    for group, builtins in GROUPS.items():
-        assert declared.get(group) == builtins, group
-
-
-def test_every_built_in_target_loads() -> None:
-    for builtins in GROUPS.values():
-        for target in builtins.values():
+def test_a_plain_checkout_finds_every_built_in_in_pyproject_alone() -> None:
+    """The tests run from a clone with nothing pip-installed: pyproject.toml is the one list."""
+    tables = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert sorted(tables) == sorted(registry.group for registry in REGISTRIES)
+    for registry in REGISTRIES:
+        assert registry.targets() == dict(sorted(tables[registry.group].items()))
+        for target in tables[registry.group].values():
             assert callable(load(target)), target
+    assert "react" in strategy_names() and find_provider("offline") is not None
+
+
+def test_an_installed_project_reads_its_built_ins_from_its_metadata(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed (no pyproject.toml beside the package), the same table comes from the
+    distribution's entry_points.txt, as pip wrote it."""
+    site = install_distribution(tmp_path / "site", "treadwise", {},
+                                "[treadwise.strategies]\nreact = a.b:build\n"
+                                "[experiments.charts]\nx.png = c:d\n")
+    monkeypatch.syspath_prepend(str(site))
+    assert declared(tmp_path / "no-pyproject.toml") == {
+        "treadwise.strategies": {"react": "a.b:build"}, "experiments.charts": {"x.png": "c:d"}}
 
 
 def test_a_model_provider_plugs_in_through_its_entry_point(installed_plugin) -> None:
@@ -92,7 +102,8 @@ def test_an_unknown_check_kind_names_the_plugged_in_ones(installed_plugin) -> No
 
 def test_a_chart_plugs_in_after_the_built_ins(installed_plugin) -> None:
     names = [item.name for item in registered()]
-    assert names[:len(BUILTIN_CHARTS)] == list(BUILTIN_CHARTS)
+    builtins = declared()["experiments.charts"]
+    assert names[:len(builtins)] == sorted(builtins)
     assert names[-1] == "tire_ages.png"
 
 
@@ -104,18 +115,20 @@ def test_a_strategy_plugin_that_registers_nothing_is_a_clear_error(installed_plu
 
 
 def test_run_time_entries_win_and_unknown_names_are_none() -> None:
-    registry: Registry[str] = Registry("treadwise.nothing", {"a": "os.path:join"})
+    registry: Registry[str] = Registry("treadwise.strategies")
     assert registry.get("missing") is None
-    registry.add("a", "mine")
-    assert registry.get("a") == "mine"
-    assert registry.names() == ["a"]
+    registry.add("react", "mine")
+    assert registry.get("react") == "mine"
+    assert sorted(registry.names()) == sorted(strategy_names())
 
 
 def test_every_entry_lists_in_declared_order_whatever_order_the_modules_registered_in() -> None:
     # Chart modules register on import; another test (or worker) importing costs.py before
     # outcomes.py must not reorder the report's charts.
-    registry: Registry[str] = Registry("treadwise.none", {"first": "m:first", "second": "m:second"})
+    registry: Registry[str] = Registry("experiments.charts")
+    first, second, *_ = sorted(declared()["experiments.charts"])
     registry.add("late", "run-time")
-    registry.add("second", "two")
-    registry.add("first", "one")
-    assert list(registry.load_all()) == ["first", "second", "late"]
+    registry.add(second, "two")
+    registry.add(first, "one")
+    assert list(registry.load_all())[:2] == [first, second]
+    assert list(registry.load_all())[-1] == "late"

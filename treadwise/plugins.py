@@ -1,13 +1,25 @@
-"""One plugin registry for tools, models, strategies, checks and charts."""
+"""One plugin registry for tools, models, strategies, the app's pages, checks and charts.
+
+Every built-in is declared once, as an entry point in pyproject.toml, exactly as an outside
+plugin declares its own. An installed project reads them from its distribution's metadata; a
+source checkout (the tests run from a plain clone, nothing pip-installed) reads the same table
+from the pyproject.toml beside the package, so the two can never disagree. Installing sorts the
+table by name, so names are listed by name either way; a consumer wanting another order (the
+default strategy first) says so.
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib
-from collections.abc import Mapping
-from importlib.metadata import entry_points
+import tomllib
+from importlib.metadata import PackageNotFoundError, distribution, entry_points
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+DISTRIBUTION = "treadwise"
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
 def load(target: str) -> Any:
@@ -19,19 +31,37 @@ def load(target: str) -> Any:
     return found
 
 
+@functools.cache
+def declared(pyproject: Path = PYPROJECT) -> dict[str, dict[str, str]]:
+    """Group -> {name: "module:attribute"}: this project's own entry points. From the source
+    checkout's pyproject.toml when there is one (installed or not, the code that runs is the
+    checkout's), else from the installed distribution."""
+    if pyproject.is_file():
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+        if project.get("name") == DISTRIBUTION:
+            return {group: dict(table) for group, table in
+                    project.get("entry-points", {}).items()}
+    try:
+        found = distribution(DISTRIBUTION).entry_points
+    except PackageNotFoundError:
+        return {}
+    groups: dict[str, dict[str, str]] = {}
+    for point in found:
+        groups.setdefault(point.group, {})[point.name] = point.value
+    return groups
+
+
 class Registry(Generic[T]):
     """Named plugins of one kind, found in this order: registered at run time (a decorator or
-    an embedding app), built in, or installed under the entry-point group `group`.
+    an embedding app), this project's own entry points, or another distribution's under the
+    entry-point group `group`.
 
-    Built-ins are "module:attribute" strings, the same form an entry point carries, so the
-    project works without being pip-installed and outside plugins need no special casing. A
-    target's module may register richer entries on import (a decorator); otherwise the target
-    itself is the entry.
+    A target's module may register richer entries on import (a decorator); otherwise the
+    target itself is the entry.
     """
 
-    def __init__(self, group: str, builtins: Mapping[str, str] | None = None) -> None:
+    def __init__(self, group: str) -> None:
         self.group = group
-        self.builtins = dict(builtins or {})
         self.entries: dict[str, T] = {}
 
     def add(self, name: str, entry: T) -> T:
@@ -39,9 +69,11 @@ class Registry(Generic[T]):
         return entry
 
     def targets(self) -> dict[str, str]:
-        """Name -> "module:attribute", built-ins first; a plugin never replaces a built-in."""
-        found = {ep.name: ep.value for ep in entry_points(group=self.group)}
-        return {**self.builtins, **{n: v for n, v in found.items() if n not in self.builtins}}
+        """Name -> "module:attribute", built-ins first, each part by name; a plugin never
+        replaces a built-in."""
+        builtins = dict(sorted(declared().get(self.group, {}).items()))
+        found = sorted((ep.name, ep.value) for ep in entry_points(group=self.group))
+        return {**builtins, **{n: v for n, v in found if n not in builtins}}
 
     def names(self) -> list[str]:
         """Every name that `get` can resolve, without importing any plugin."""
@@ -58,7 +90,7 @@ class Registry(Generic[T]):
         return self.entries.get(name, loaded)
 
     def load_all(self) -> dict[str, T]:
-        """Every entry, each plugin imported, in `names()` order (built-ins as declared, then
-        installed plugins, then run-time ones): never the order modules happened to import in."""
+        """Every entry, each plugin imported, in `names()` order (built-ins, then installed
+        plugins, then run-time ones): never the order modules happened to import in."""
         loaded = {name: entry for name in self.names() if (entry := self.get(name)) is not None}
         return {**loaded, **{n: e for n, e in self.entries.items() if n not in loaded}}

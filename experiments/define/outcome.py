@@ -9,7 +9,7 @@ from typing import Any
 
 from treadwise.plugins import Registry
 
-ENTRY_POINT_GROUP = "treadwise.checks"
+ENTRY_POINT_GROUP = "experiments.checks"
 ANY_TURN = "all"
 LAST_TURN = "last"
 # What a check says about a case: capability (the task was done: it needs something to
@@ -80,28 +80,7 @@ class CheckResult:
     tag: str = ""
 
 
-# The built-in kinds register on import of experiments.define.checks, exactly like a plugin's.
-BUILTIN_CHECKS: dict[str, str] = {
-    "no_error": "experiments.define.checks:no_error",
-    "tools_called": "experiments.define.checks:tools_called",
-    "no_tools": "experiments.define.checks:no_tools",
-    "forbidden_tools": "experiments.define.checks:forbidden_tools",
-    "tool_args": "experiments.define.checks:tool_args",
-    "tool_result_matches": "experiments.define.checks:tool_result_matches",
-    "answer_matches": "experiments.define.checks:answer_matches",
-    "answer_excludes": "experiments.define.checks:answer_excludes",
-    "answer_number": "experiments.define.checks:answer_number",
-    "lead_stored": "experiments.define.stored_checks:lead_stored",
-    "no_lead": "experiments.define.stored_checks:no_lead",
-    "max_leads": "experiments.define.stored_checks:max_leads",
-    "leads_from_user": "experiments.define.stored_checks:leads_from_user",
-    "feedback_recorded": "experiments.define.stored_checks:feedback_recorded",
-    "no_feedback": "experiments.define.stored_checks:no_feedback",
-    "png_artifact": "experiments.define.stored_checks:png_artifact",
-    "max_iterations": "experiments.define.checks:max_iterations",
-    "grounded": "experiments.define.stored_checks:grounded",
-}
-CHECK_KINDS: Registry[CheckKind] = Registry(ENTRY_POINT_GROUP, BUILTIN_CHECKS)
+CHECK_KINDS: Registry[CheckKind] = Registry(ENTRY_POINT_GROUP)
 CHECKS: dict[str, CheckKind] = CHECK_KINDS.entries
 COMMON_OPTIONS = ("kind", "turn", "label", "tag")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -12,7 +12,6 @@ from treadwise.datafiles import validate_file  # noqa: F401
 from treadwise.settings import RoutingMode
 
 StrategyName = Literal["react", "plan-verify", "think-write", "self-consistency"]
-STRATEGIES: tuple[str, ...] = get_args(StrategyName)
 DEFAULT_STRATEGY: StrategyName = "react"
 ID_PATTERN = r"[a-z0-9][a-z0-9_\-]{0,63}"
 

@@ -28,8 +28,8 @@ def add_parser(commands: Any) -> None:
 
 
 def live_store() -> Any:
+    from experiments.live.store import open_live_store
     from treadwise.settings import Settings
-    from treadwise.storage.live_store import open_live_store
 
     settings = Settings.from_env()
     return open_live_store(settings.data_dir, settings.database_url)

@@ -18,7 +18,7 @@ from experiments.live.sequential import (
     difference_interval,
     rate_interval,
 )
-from treadwise.storage.live_store import BOTH_BAD, EVENT_COLUMNS, PICK_COLUMNS, TIE, LiveStore
+from experiments.live.store import BOTH_BAD, EVENT_COLUMNS, PICK_COLUMNS, TIE, LiveStore
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,14 @@ def database_url() -> str:
 def connect(url: str) -> Any:
     """This process's pool on the database, the schema migrated."""
     try:
-        from treadwise.storage.postgres import describe, shared_pool
+        from treadwise.storage.postgres import describe
     except ImportError:
         raise SharedRunError(NO_CLIENT) from None
+    from experiments.store.harness_schema import harness_pool
     from treadwise.storage.leads import StoreUnavailable
 
     try:
-        return shared_pool(url)
+        return harness_pool(url)
     except StoreUnavailable as exc:
         raise SharedRunError(f"cannot use the database {describe(url)}: {exc}") from None
 

@@ -85,8 +85,9 @@ def assert_budget_held(result, model, strategy: str, budget: int | None = None) 
 
 
 def test_the_strategies_are_registered_with_their_budgets():
-    assert strategy_names()[:4] == ["react", "plan-verify", "think-write", "self-consistency"]
-    assert [get_strategy(n).budget for n in strategy_names()[:4]] == [5, 8, 5, 10]
+    # The default first, then by name: the same from a checkout and once installed.
+    assert strategy_names()[:4] == ["react", "plan-verify", "self-consistency", "think-write"]
+    assert [get_strategy(n).budget for n in strategy_names()[:4]] == [5, 8, 10, 5]
     with pytest.raises(ValueError, match="unknown strategy"):
         get_strategy("tree-of-thought")
 
@@ -317,8 +318,8 @@ def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
     assert "81" in answer and "The customer asks" not in answer
 
 
-def test_architecture_shows_each_strategy_graph_as_compiled(data_dir):
-    blocks = re.findall(r"```mermaid\n(.*?)```", (REPO / "ARCHITECTURE.md").read_text(), re.S)
+def test_the_docs_show_each_strategy_graph_as_compiled(data_dir):
+    blocks = re.findall(r"```mermaid\n(.*?)```", (REPO / "docs" / "agent.md").read_text(), re.S)
     agent = Agent(Settings(data_dir=data_dir), tools=[lookup])
     names = ["react", "plan-verify", "think-write", "self-consistency"]
     assert len(blocks) == len(names)

@@ -86,8 +86,10 @@ def damage(store: Store) -> None:
         store.add_lead(f"u{n}@example.com", "", f"request number {n} " + "x" * 100)
     with sqlite3.connect(store.path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (page,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'leads'").fetchone()
+        (size,) = db.execute("PRAGMA page_size").fetchone()
     with open(store.path, "r+b") as raw:
-        raw.seek(4096 + 20)  # inside the leads table's first page
+        raw.seek((page - 1) * size + 20)  # inside the leads table's first page
         raw.write(b"\xff" * 300)
 
 

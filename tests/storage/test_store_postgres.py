@@ -24,7 +24,7 @@ from treadwise.settings import Settings
 from treadwise.storage import open_store
 from treadwise.storage.leads import InvalidLead, StoreUnavailable
 from treadwise.storage.memory import open_checkpointer
-from treadwise.storage.migrations import MIGRATIONS, migrate
+from treadwise.storage.migrations import PRODUCT, migrate
 from treadwise.storage.plots import SharedPlots
 from treadwise.storage.postgres import PostgresStore, close_pools, connection_kwargs
 from treadwise.tools import ToolContext
@@ -127,7 +127,7 @@ def test_processes_starting_together_migrate_the_schema_once(database_url: str) 
     answers = FORK.Queue()
     _run_all(_migrator, lambda w: (database_url, answers), workers=4)
     applied = sorted((answers.get(timeout=10) for _ in range(4)), key=len)
-    names = [step.__name__ for step in MIGRATIONS]
+    names = PRODUCT.names()
     assert applied == [[], [], [], names]
     assert sorted(_query(database_url, "SELECT name FROM treadwise_migrations")) == [
         (name,) for name in names]
@@ -292,4 +292,4 @@ def test_a_link_made_on_one_replica_opens_and_is_revoked_on_every_one(database_u
     assert b.thread_of(link, "cy") is None and b.thread_of(link, None) is None
     b.revoke(thread)
     assert a.thread_of(link, "bob") is None and a.link(thread, "bob") is None
-    assert not (tmp_path / "a" / "links.db").exists(), "links went to SQLite, not the database"
+    assert not (tmp_path / "a" / "leads.db").exists(), "links went to SQLite, not the database"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import socket
 import subprocess
 import sys
@@ -38,12 +39,19 @@ def use_scripted(monkeypatch: pytest.MonkeyPatch, **models: Any) -> None:
 
 @contextmanager
 def serve_in_process(settings: Settings | None = None, agent: Any = None,
-                     results_dir: Path | None = None, **launch: Any) -> Iterator[str]:
-    """The real app with its launch options, on a free port; yields its base URL."""
+                     results_dir: Path | None = None, plugs: dict[str, Any] | None = None,
+                     **launch: Any) -> Iterator[str]:
+    """The real app with its launch options, on a free port; yields its base URL. The page
+    gets what `plugs` add, or every installed package's (the harness's, in this checkout);
+    with `results_dir`, the harness's Experiments tab reads the runs there (else ./results)."""
     from treadwise.web.gradio_app import create_app, start
 
     settings = dataclasses.replace(settings or Settings.from_env(), port=free_port())
-    demo = create_app(settings, agent, results_dir=results_dir)
+    if results_dir is not None:
+        from experiments.web.plugin import plug
+
+        plugs = {"experiments": functools.partial(plug, results_dir=results_dir)}
+    demo = create_app(settings, agent, plugs=plugs)
     start(demo, settings, **{"quiet": True, "prevent_thread_lock": True, **launch})
     try:
         yield f"http://127.0.0.1:{settings.port}/"

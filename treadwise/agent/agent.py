@@ -25,7 +25,7 @@ from treadwise.agent.echo_guard import EchoWatch, private_answer
 from treadwise.agent.policy import erase_on_request, for_customer
 from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
-from treadwise.agent.strategies import DEFAULT_STRATEGY, Kit, get_strategy, recursion_limit
+from treadwise.agent.strategies import DEFAULT_STRATEGY, get_strategy, recursion_limit
 from treadwise.agent.turn_events import (
     Event,
     StageFinished,
@@ -95,6 +95,8 @@ class Agent:
     def graph_for(self, strategy: str) -> Any:
         """The compiled graph of a strategy, built on first use; all share one memory."""
         if strategy not in self._graphs:
+            from treadwise.agent.graph import Kit  # langgraph loads with the first graph
+
             chosen = get_strategy(strategy)
             kit = Kit(self.tools, chosen.budget_for(self.settings), self.checkpointer,
                       self.system_prompt, self.settings)

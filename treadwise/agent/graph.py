@@ -17,6 +17,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.tools import BaseTool, ToolException
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 
@@ -27,6 +28,7 @@ from treadwise.agent.state import TurnContext
 from treadwise.conversation import STAGE_KEY, current_turn
 from treadwise.errors import redact
 from treadwise.personas import Persona
+from treadwise.settings import MAX_ITERATIONS, Settings
 
 HISTORY_TURNS = 20
 
@@ -197,14 +199,21 @@ def last_ai(messages: Sequence[AnyMessage]) -> AIMessage | None:
     return next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
 
 
-class Parts:
-    """A graph's shared equipment: its tools, their node, the persona prompt and model calls."""
+class Kit:
+    """What a strategy's graph is built from: its tools and their node, the persona prompt, its
+    budget of model calls, memory and settings, and the model calls its nodes make. The persona
+    and model arrive per turn (TurnContext)."""
 
-    def __init__(self, tools: Sequence[BaseTool],
-                 system_prompt: Callable[[Persona], str] | None = None):
+    def __init__(self, tools: Sequence[BaseTool], budget: int = MAX_ITERATIONS,
+                 checkpointer: BaseCheckpointSaver | None = None,
+                 system_prompt: Callable[[Persona], str] | None = None,
+                 settings: Settings | None = None):
         from treadwise.agent.prompts import build_system_prompt
 
         self.tools = list(tools)
+        self.budget = budget
+        self.checkpointer = checkpointer
+        self.settings = settings
         self.prompt_for = system_prompt or build_system_prompt
         self.binder = _Binder()
         self._chosen: dict[frozenset[str], list[BaseTool]] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,21 +75,6 @@ def system_text(messages: Sequence[BaseMessage]) -> str:
 def system_block(system: str) -> str:
     """The system message as the prompt's first block, which the engine keeps evaluated."""
     return _block("system", system)
-
-
-def fit_paragraphs(text: str, budget: int, count: Callable[[str], int]) -> str:
-    """The leading paragraphs of ``text`` that fit ``budget`` tokens (at least the first)."""
-    kept: list[str] = []
-    used = 0
-    paragraphs = text.split("\n\n")
-    for paragraph in paragraphs:
-        used += count(paragraph + "\n\n")
-        if kept and used > budget:
-            break
-        kept.append(paragraph)
-    if len(kept) < len(paragraphs):
-        kept.append(TRIMMED_NOTE)
-    return "\n\n".join(kept)
 
 
 def conversation(messages: Sequence[BaseMessage]) -> list[str]:

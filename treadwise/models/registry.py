@@ -1,7 +1,7 @@
 """The model registry: one spec string ("offline", "openai:gpt-4o-mini", ...) resolved in one place.
 
-Built-in providers are "module:function" strings, the same form an entry point of the group
-``treadwise.models`` carries, so outside providers register exactly like ours.
+Built-in providers are entry points of the group ``treadwise.models`` in pyproject.toml,
+declared exactly as an outside provider declares its own.
 """
 
 from __future__ import annotations
@@ -22,13 +22,7 @@ SHOWN_SPEC_CHARS = 60
 _SPEC_CHARS = re.compile(r"[\w .:/@+~=?&-]+")
 ENTRY_POINT_GROUP = "treadwise.models"
 Provider = Callable[[str, float, Settings, Mapping[str, str], int | None], Any]
-BUILTIN_PROVIDERS: dict[str, str] = {
-    "offline": "treadwise.models.offline:build",
-    "openai": "treadwise.models.openai:build",
-    "google_genai": "treadwise.models.gemini:build",
-    "local": "treadwise.models.local:build",
-}
-MODELS: Registry[Provider] = Registry(ENTRY_POINT_GROUP, BUILTIN_PROVIDERS)
+MODELS: Registry[Provider] = Registry(ENTRY_POINT_GROUP)
 # Providers registered at run time (embedding apps, tests); they win over everything else.
 PROVIDERS: dict[str, Provider] = MODELS.entries
 

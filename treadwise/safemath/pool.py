@@ -27,7 +27,6 @@ from treadwise.safemath.worker import PID, TEMPLATE_CODE, TEMPLATE_ENV, Limits
 from treadwise.settings import child_environment
 
 DEFAULT_TIMEOUT_S = 5.0
-TIMEOUT_ENV = "TREADWISE_MATH_TIMEOUT_S"
 START_TIMEOUT_S = 60.0
 FORK_TIMEOUT_S = 10.0
 

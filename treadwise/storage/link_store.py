@@ -16,16 +16,7 @@ from typing import Any
 
 from treadwise.storage.leads import StoreUnavailable, thread_key
 
-DB_NAME = "links.db"
 BUSY_TIMEOUT_S = 30.0
-SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS conversation_links (
-    thread TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -75,9 +66,12 @@ class LinkStore:
 
 
 class SqliteLinkStore(LinkStore):
-    """Links in `data_dir/links.db`; every call opens, commits and closes."""
+    """Links beside the leads, in `data_dir/leads.db` (the product's migration chain makes
+    the table, m009); every call opens, commits and closes."""
 
     def __init__(self, data_dir: Path, clock: Callable[[], datetime] | None = None):
+        from treadwise.storage.sqlite import DB_NAME
+
         super().__init__(clock)
         self.path = Path(data_dir) / DB_NAME
         self._ready = False
@@ -109,14 +103,16 @@ class SqliteLinkStore(LinkStore):
             raise StoreUnavailable(f"the conversation link store is unavailable ({exc})") from exc
 
     def _create(self) -> None:
+        from treadwise.storage.migrations import PRODUCT
+
         with closing(self._open()) as db:
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(SQLITE_SCHEMA)
+            PRODUCT.migrate_sqlite(db)
 
 
 class PostgresLinkStore(LinkStore):
-    """Links in PostgreSQL (migration m008), shared by every replica."""
+    """Links in PostgreSQL (migration m009), shared by every replica."""
 
     mark = "%s"
 

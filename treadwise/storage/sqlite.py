@@ -24,6 +24,7 @@ from treadwise.storage.leads import (
     validate_lead,
     validate_question,
 )
+from treadwise.storage.migrations import PRODUCT
 
 __all__ = ["InvalidLead", "LeadResult", "Store", "StoreUnavailable", "validate_email"]
 
@@ -31,34 +32,6 @@ T = TypeVar("T")
 
 DB_NAME = "leads.db"
 BUSY_TIMEOUT_S = 30.0  # a busy writer waits rather than losing a lead on a loaded machine
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS leads (
-    id INTEGER PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    email TEXT NOT NULL,
-    email_key TEXT NOT NULL,
-    name TEXT NOT NULL,
-    message TEXT NOT NULL,
-    message_key TEXT NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS leads_once ON leads (email_key, message_key);
-CREATE TABLE IF NOT EXISTS feedback (
-    id INTEGER PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    question TEXT NOT NULL,
-    thread_key TEXT
-);
-CREATE TABLE IF NOT EXISTS lead_requests (
-    lead_id INTEGER NOT NULL,
-    thread_key TEXT NOT NULL,
-    PRIMARY KEY (lead_id, thread_key)
-);
-CREATE INDEX IF NOT EXISTS lead_requests_thread ON lead_requests (thread_key);
-"""
-# Files written before conversations were remembered get the column added on first open.
-_UPGRADE = ("ALTER TABLE feedback ADD COLUMN thread_key TEXT",
-            "CREATE INDEX IF NOT EXISTS feedback_thread ON feedback (thread_key)")
 
 
 def _unavailable(exc: BaseException, data_dir: Path) -> StoreUnavailable:
@@ -135,10 +108,7 @@ class Store(ReadsRows):
             # WAL lets readers run beside the single writer; the setting persists in the file.
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(_SCHEMA)
-            columns = {row[1] for row in db.execute("PRAGMA table_info(feedback)")}
-            for statement in _UPGRADE[("thread_key" in columns):]:
-                db.execute(statement)
+            PRODUCT.migrate_sqlite(db)
 
     def add_lead(self, email: str, name: str, message: str,
                  thread: str | None = None) -> LeadResult:

@@ -22,18 +22,8 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "treadwise.tools"
 DEFAULT_TOOLSETS = ("math", "business")
 
-# Built-ins are "module:attribute" strings, the same form an entry point carries, so the
-# project works without being pip-installed and plugins need no special casing.
-BUILTIN_TOOLSETS: dict[str, str] = {
-    "math": "treadwise.tools.math:math_tools",
-    "business": "treadwise.tools.business:business_tools",
-    "mcp": "treadwise.tools.mcp:mcp_tools",
-    "program": "treadwise.tools.math:program_tools",
-    "web": "treadwise.tools.web:web_tools",
-}
-
 Toolset = Callable[["ToolContext"], list["BaseTool"]]
-TOOLSETS: Registry[Toolset] = Registry(ENTRY_POINT_GROUP, BUILTIN_TOOLSETS)
+TOOLSETS: Registry[Toolset] = Registry(ENTRY_POINT_GROUP)
 
 
 @dataclass

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import gradio as gr
@@ -21,7 +20,7 @@ from treadwise.web.access import Access, accept_any
 from treadwise.web.chat_keep import Keeping, link_note
 from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.files import publish_png
-from treadwise.web.live_chat import LiveChat
+from treadwise.web.hooks import ChatHook, ChatHooks, Choice
 from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.session import ChatSession, Turn, new_session
 from treadwise.web.turns import LazyAgent, TurnRunner
@@ -52,18 +51,6 @@ def _loading_note(spec: str) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class Choice:
-    """What the pickers said for one turn (checked before the turn runs)."""
-
-    persona: str
-    model: str
-    custom: str
-    temperature: Any
-    strategy: str
-    arm: tuple[str, str, str] | None = None  # (live experiment, arm, visitor) behind these
-
-
 def persona_cards(personas: Mapping[str, Persona]) -> str:
     return "\n".join(f"- **{p.name}**: {p.description}" for p in personas.values())
 
@@ -79,7 +66,8 @@ def temperature_refusal(value: Any) -> str | None:
 class ChatTab:
     """Builds the tab and handles its events; one instance serves every session."""
 
-    def __init__(self, agent: LazyAgent, settings: Settings, access: Access | None = None):
+    def __init__(self, agent: LazyAgent, settings: Settings, access: Access | None = None,
+                 hooks: Sequence[ChatHook] = ()):
         self.runner = TurnRunner(agent)
         self.settings = settings
         self.access = access or Access(settings)
@@ -88,7 +76,7 @@ class ChatTab:
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
         self.keeping = Keeping(settings)
-        self.live = LiveChat(settings, self.access)
+        self.hooks = ChatHooks(hooks)  # see web/hooks.py
         self.cache_dir = ""
 
     def build(self, demo: gr.Blocks) -> None:
@@ -97,7 +85,7 @@ class ChatTab:
         with gr.Row(equal_height=False, elem_classes="tw-chat-row"):
             with gr.Column(scale=7, min_width=300, elem_classes="tw-conversation") as chat:
                 # No thumbs, as an empty list (the page reads it once a like listener exists);
-                # a visitor of a running live experiment gets them on load (live_chat.py).
+                # a chat hook may give them on load (a live experiment's visitor).
                 chatbot = gr.Chatbot(
                     label="Conversation", show_label=False, elem_id="chat", height=600,
                     layout="bubble", buttons=["copy", "copy_all"], feedback_options=(),
@@ -135,13 +123,13 @@ class ChatTab:
                 gr.Examples(examples=[[text] for _, text in EXAMPLES], inputs=[message],
                             example_labels=[f"{kind}: {text}" for kind, text in EXAMPLES],
                             label="Examples")
-            self.live.build_compare(session, chat, self)  # shown instead of `chat`
+            self.hooks.build_beside(self, session, chat)  # e.g. a panel shown instead of it
             with gr.Column(scale=3, min_width=280, elem_classes="tw-settings"):
                 persona = accept_any(gr.Radio(
                     choices=[(p.name, key) for key, p in self.personas.items()],
                     value=DEFAULT_PERSONA if DEFAULT_PERSONA in self.personas
                     else next(iter(self.personas)), label="Persona", elem_id="persona-picker"))
-                self.live.build(demo, chatbot, session)
+                self.hooks.build_settings(demo, chatbot, session)
                 gr.Markdown(persona_cards(self.personas), elem_classes="tw-personas")
                 model = accept_any(gr.Dropdown(
                     choices=self._model_choices(admin=not public), value="offline",
@@ -294,7 +282,7 @@ class ChatTab:
               request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
         self.keeping.identify(session, request)
-        choice = self.live.choose(session, choice, request)
+        choice = self.hooks.choose(session, choice, request)
         spec = redact((choice.custom or "").strip() or choice.model or "offline")
         known = self.personas.get(choice.persona)
         temperature = choice.temperature
@@ -312,7 +300,7 @@ class ChatTab:
             yield False, self._view(session, running=True)
             for _ in self.follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
                 yield False, self._view(session)
-        self.live.record(turn, choice.arm)
+        self.hooks.record(turn, choice.arm)
         yield True, self._view(session, final=True)
 
     def follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:

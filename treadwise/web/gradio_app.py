@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from treadwise.settings import Settings
-from treadwise.web.access import ADMIN_ONLY, Access, RefuseUploads, admin_only
+from treadwise.web.access import Access, RefuseUploads
+from treadwise.web.extensions import PageContext, Plug, extensions, guard
 from treadwise.web.files import use_cache_dir
 from treadwise.web.turns import LazyAgent
 
@@ -23,40 +23,26 @@ CONCURRENCY = 32
 MAX_QUEUE = 128
 MAX_FILE_SIZE = "1mb"  # the page takes no uploads; this bounds anything posted anyway
 CACHE_CLEANUP = (3600, 24 * 3600)  # every hour, drop cached plots and exports older than a day
-RESULTS_DIR = Path("results")
-# The Experiments tab's handlers that a visitor of a public page may not call.
-ADMIN_HANDLERS = ("refresh", "show", "pick_config", "show_case", "compare", "sweep")
 
 
 def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None = None, *,
                env: Mapping[str, str] | None = None,
-               results_dir: Path | None = None) -> gr.Blocks:
-    """Build the page. Without an agent, one is built on first use (see `serve`)."""
+               plugs: Mapping[str, Plug] | None = None) -> gr.Blocks:
+    """Build the page: the Chat tab, then the tabs and chat hooks that `plugs` add (by default
+    every installed package's, see web/extensions.py). Without an agent, one is built on first
+    use (see `serve`)."""
     if settings is None:
         settings = agent.settings if agent is not None else Settings.from_env()
     use_cache_dir(settings)
     import gradio as gr
 
     from treadwise.web.chat import ChatTab
-    from treadwise.web.experiments_tab import ExperimentsTab
-    from treadwise.web.live_tab import LIVE_HANDLERS, LiveTab
 
     holder = agent if isinstance(agent, LazyAgent) else LazyAgent(settings, agent)
     access = Access(settings, env)
-    experiments = ExperimentsTab(results_dir or RESULTS_DIR)
-    chat = ChatTab(holder, settings, access)
-    live = LiveTab(settings, chat.live)
-    if settings.public:
-        # Runs hold whole transcripts (what customers typed) and sweeps write under results/
-        # and may call paid models: every handler of the tab is for admins only.
-        for name in ADMIN_HANDLERS:
-            setattr(experiments, name, admin_only(getattr(experiments, name), access))
-        experiments.load = admin_only(  # type: ignore[method-assign]
-            experiments.load, access, refused=lambda: experiments.empty(ADMIN_ONLY))
-        # A live experiment decides what visitors are answered by, and its report is the
-        # business's: creating, stopping and reading one are for admins.
-        for name in LIVE_HANDLERS:
-            setattr(live, name, admin_only(getattr(live, name), access))
+    added = extensions(PageContext(settings, access), plugs)
+    chat = ChatTab(holder, settings, access,
+                   hooks=[hook for extension in added for hook in extension.chat_hooks])
     with gr.Blocks(title="TreadWise assistant", analytics_enabled=False,
                    delete_cache=CACHE_CLEANUP) as demo:
         gr.Markdown("# TreadWise Tire Co. assistant\nTires, mobile service, Smart Tread\u2122 "
@@ -65,9 +51,12 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
         with gr.Tabs():
             with gr.Tab("Chat", id="chat-tab"):
                 chat.build(demo)
-            with gr.Tab("Experiments", id="experiments-tab"):
-                experiments.build(demo)
-                live.build(demo)
+            for tab in (tab for extension in added for tab in extension.tabs):
+                with gr.Tab(tab.title, id=tab.id):
+                    for section in tab.sections:
+                        if settings.public:
+                            guard(section, access)
+                        section.build(demo)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=MAX_QUEUE)
     return demo
 

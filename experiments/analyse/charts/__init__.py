@@ -19,20 +19,7 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
              "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HEATMAP = "cividis"
-ENTRY_POINT_GROUP = "treadwise.charts"
-# Chart file name -> "module:function"; the modules register their charts on import.
-BUILTIN_CHARTS: dict[str, str] = {
-    "success_heatmap.png": "experiments.analyse.charts.outcomes:success_heatmap",
-    "config_scenario.png": "experiments.analyse.charts.outcomes:config_scenario",
-    "temperature_curves.png": "experiments.analyse.charts.outcomes:temperature_curves",
-    "scenario_success.png": "experiments.analyse.charts.outcomes:scenario_success",
-    "latency_per_call.png": "experiments.analyse.charts.costs:latency_per_call",
-    "cost_vs_success.png": "experiments.analyse.charts.costs:cost_vs_success",
-    "tool_use.png": "experiments.analyse.charts.costs:tool_use",
-    "model_calls.png": "experiments.analyse.charts.costs:model_calls",
-    "errors.png": "experiments.analyse.charts.costs:errors",
-    "persona_style.png": "experiments.analyse.charts.style:persona_style_chart",
-}
+ENTRY_POINT_GROUP = "experiments.charts"
 
 
 @dataclass(frozen=True)
@@ -51,7 +38,7 @@ class ChartFile:
     error: str | None = None
 
 
-CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP, BUILTIN_CHARTS)
+CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP)
 
 
 def chart(name: str, title: str, caption: str) -> Callable[[Callable[..., Any]], Any]:

@@ -16,14 +16,14 @@ import pytest
 from experiments.live.definition import LiveError, parse_experiment
 from experiments.live.ranking import fit, rank
 from experiments.live.report import analyse, report
-from tests.support.webapp import chat_text, loopback_client, serve_in_process
-from treadwise.settings import Settings
-from treadwise.storage.live_store import (
+from experiments.live.store import (
     LiveStore,
     PostgresLiveStore,
     SqliteLiveStore,
     open_live_store,
 )
+from tests.support.webapp import chat_text, loopback_client, serve_in_process
+from treadwise.settings import Settings
 
 DUEL = """name: duel
 side_by_side: true
@@ -61,9 +61,9 @@ def test_pairs_are_two_different_arms_in_either_order() -> None:
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> LiveStore:
     if request.param == "sqlite":
         return SqliteLiveStore(tmp_path / "live")
-    from treadwise.storage.postgres import shared_pool
+    from experiments.store.harness_schema import harness_pool
 
-    return PostgresLiveStore(shared_pool(request.getfixturevalue("database_url")))
+    return PostgresLiveStore(harness_pool(request.getfixturevalue("database_url")))
 
 
 def test_picks_and_scores_are_one_per_turn_and_visitor_the_last_kept(store: LiveStore) -> None:

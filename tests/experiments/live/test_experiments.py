@@ -14,7 +14,7 @@ from experiments.cli import main
 from experiments.live.definition import EXAMPLE, LiveError, parse_experiment
 from experiments.live.report import analyse, events_csv, report
 from experiments.live.sequential import difference_interval, halfwidth, rate_interval
-from treadwise.storage.live_store import LiveStore, PostgresLiveStore, SqliteLiveStore
+from experiments.live.store import LiveStore, PostgresLiveStore, SqliteLiveStore
 
 TWO_ARMS = {"name": "ab", "arms": [{"name": "a", "persona": "friendly"},
                                    {"name": "b", "persona": "technical"}]}
@@ -63,9 +63,9 @@ def test_arms_are_sticky_and_follow_the_weights() -> None:
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> LiveStore:
     if request.param == "sqlite":
         return SqliteLiveStore(tmp_path / "live")
-    from treadwise.storage.postgres import shared_pool
+    from experiments.store.harness_schema import harness_pool
 
-    return PostgresLiveStore(shared_pool(request.getfixturevalue("database_url")))
+    return PostgresLiveStore(harness_pool(request.getfixturevalue("database_url")))
 
 
 def test_the_store_keeps_one_arm_per_visitor_and_one_rating_per_reply(store: LiveStore):
@@ -179,8 +179,8 @@ def test_the_cli_creates_reports_exports_and_stops(tmp_path: Path, capsys) -> No
 def test_a_conversation_reopened_in_another_browser_stays_in_its_arm(tmp_path: Path) -> None:
     import dataclasses
 
+    from experiments.web.live_chat import LiveChat
     from treadwise.settings import Settings
-    from treadwise.web.live_chat import LiveChat
     from treadwise.web.session import ChatSession
 
     live = LiveChat(dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data"))

@@ -16,6 +16,7 @@ import pytest
 from experiments.define.grid import load_grid
 from experiments.store.folder import read_meta
 from experiments.store.results_file import RESULTS_FILE, read_rows
+from experiments.web.runs_tab import run_choices
 from tests.experiments.run.test_runner import HOURS, write_grid
 from tests.support.dask_cluster import (
     ConnectionWatch,
@@ -25,7 +26,6 @@ from tests.support.dask_cluster import (
     started_cases,
 )
 from tests.support.loopback import OpenAIServer, Reply, tool_then_answer
-from treadwise.web.experiments_tab import run_choices
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[3]

@@ -280,7 +280,7 @@ def test_judge_calls_count_in_the_plan_estimate_and_stop_the_budget(tmp_path, mo
 
 def test_tagged_checks_show_in_the_transcript_views(tmp_path):
     from experiments.analyse.transcript_text import render
-    from treadwise.web.experiments_view import transcript_html
+    from experiments.web.runs_view import transcript_html
 
     run_dir, _ = sweep(write_grid(tmp_path, [LEADLESS]), tmp_path / "out")
     line = (run_dir / "transcripts.jsonl").read_text().splitlines()[0]

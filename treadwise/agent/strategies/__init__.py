@@ -1,37 +1,23 @@
 """Reasoning strategies: how one user turn thinks, each a compiled graph with its own call budget.
 
 A small registry: `@strategy(...)` on a graph builder registers it by name. The built-ins are
-"module:function" strings, the same form an entry point of the group ``treadwise.strategies``
-carries, so outside strategies register exactly like ours.
+entry points of the group ``treadwise.strategies`` in pyproject.toml, declared exactly as an
+outside strategy declares its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from treadwise.plugins import Registry
 
+if TYPE_CHECKING:
+    from treadwise.agent.graph import Kit
+
 ENTRY_POINT_GROUP = "treadwise.strategies"
 DEFAULT_STRATEGY = "react"
-BUILTIN_STRATEGIES: dict[str, str] = {
-    "react": "treadwise.agent.strategies.react:build",
-    "plan-verify": "treadwise.agent.strategies.plan_verify:build",
-    "think-write": "treadwise.agent.strategies.think_write:build",
-    "self-consistency": "treadwise.agent.strategies.self_consistency:build",
-}
-
-
-@dataclass(frozen=True)
-class Kit:
-    """What a strategy's graph is built with; the persona and model arrive per turn."""
-
-    tools: Sequence[Any]
-    budget: int
-    checkpointer: Any = None
-    system_prompt: Callable[..., str] | None = None
-    settings: Any = None
 
 
 @dataclass(frozen=True)
@@ -57,8 +43,7 @@ def recursion_limit(budget: int) -> int:
     return 3 * budget + 10
 
 
-REGISTRY: Registry[Strategy] = Registry(ENTRY_POINT_GROUP, BUILTIN_STRATEGIES)
-STRATEGIES: dict[str, Strategy] = REGISTRY.entries
+REGISTRY: Registry[Strategy] = Registry(ENTRY_POINT_GROUP)
 
 
 def strategy(name: str, *, budget: int, description: str, answer_nodes: Sequence[str] = ("write",),
@@ -72,13 +57,11 @@ def strategy(name: str, *, budget: int, description: str, answer_nodes: Sequence
     return register
 
 
-def available_strategies() -> dict[str, str]:
-    """Strategy name -> "module:function"; built-ins win over a plugin of the same name."""
-    return REGISTRY.targets()
-
-
 def strategy_names() -> list[str]:
-    return REGISTRY.names()
+    """The default first, then the others as the registry lists them."""
+    names = REGISTRY.names()
+    return [DEFAULT_STRATEGY, *(n for n in names if n != DEFAULT_STRATEGY)] \
+        if DEFAULT_STRATEGY in names else names
 
 
 def get_strategy(name: str) -> Strategy:

@@ -9,9 +9,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from treadwise.agent.graph import Parts, fallback_answer, stage_message, window
+from treadwise.agent.graph import Kit, fallback_answer, stage_message, window
 from treadwise.agent.state import AgentState, TurnContext
-from treadwise.agent.strategies import Kit, strategy
+from treadwise.agent.strategies import strategy
 from treadwise.agent.strategies.steps import (
     calls_left,
     material,
@@ -59,13 +59,12 @@ def verdict(text: str) -> tuple[str, str]:
 @strategy("plan-verify", budget=BUDGET,
           description="Plan the tools, run them, validate the result (sent back once), write.")
 def build(kit: Kit) -> Any:
-    parts = Parts(kit.tools, kit.system_prompt)
     budget = kit.budget
 
     def plan(state: AgentState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         context = runtime.context
-        prompt = [parts.system(context.persona, PLAN), *window(state["messages"])]
-        response = parts.call(context, prompt, final=True, stage="plan")
+        prompt = [kit.system(context.persona, PLAN), *window(state["messages"])]
+        response = kit.call(context, prompt, final=True, stage="plan")
         trace = spent(state.get("trace") or {}, response)
         return {"iterations": state.get("iterations", 0) + 1,
                 "trace": record(trace, "plan", response.text or "(no plan)")}
@@ -74,12 +73,12 @@ def build(kit: Kit) -> Any:
         trace = state.get("trace") or {}
         plans = stages_named(trace, "plan")
         instructions = ACT.format(plan=plans[-1]["text"] if plans else "(none)")
-        prompt = [parts.system(runtime.context.persona, instructions), *window(state["messages"])]
+        prompt = [kit.system(runtime.context.persona, instructions), *window(state["messages"])]
         if trace.get("revise"):
             prompt.append(stage_message(REVISE.format(reason=trace["revise"]), "act"))
         # The last call this stage may make answers in text, leaving the reserve untouched.
         final = calls_left(state, budget) - 1 <= RESERVE
-        outcome, update, response = tool_step(parts, state, runtime.context, prompt,
+        outcome, update, response = tool_step(kit, state, runtime.context, prompt,
                                               final=final, stage="act")
         if outcome != "done":
             return Command(update=update, goto="tools" if outcome == "tools" else "act")
@@ -96,9 +95,9 @@ def build(kit: Kit) -> Any:
                            goto="write")
         context = runtime.context
         draft = stages_named(trace, "act")[-1]["text"]
-        prompt = [parts.system(context.persona, VALIDATE), *window(state["messages"]),
+        prompt = [kit.system(context.persona, VALIDATE), *window(state["messages"]),
                   stage_message(material(draft_answer=draft), "validate")]
-        response = parts.call(context, prompt, final=True, stage="validate")
+        response = kit.call(context, prompt, final=True, stage="validate")
         calls = state.get("iterations", 0) + 1
         kind, reason = verdict(response.text)
         trace = record(spent(trace, response), "validate", response.text or "(empty reply)",
@@ -122,13 +121,13 @@ def build(kit: Kit) -> Any:
         notes = material(plan=plans[-1]["text"] if plans else "", draft_answer=draft,
                          check=checks[-1]["text"] if checks else "")
         usable = draft if draft and draft != "(no draft)" else ""
-        return write(parts, state, runtime, budget=budget, instructions=WRITE, material=notes,
+        return write(kit, state, runtime, budget=budget, instructions=WRITE, material=notes,
                      fallback=usable or fallback_answer(state["messages"]))
 
     graph = StateGraph(AgentState, context_schema=TurnContext)
     graph.add_node("plan", plan)
     graph.add_node("act", act, destinations=("tools", "act", "validate"))
-    graph.add_node("tools", parts.tool_node())
+    graph.add_node("tools", kit.tool_node())
     graph.add_node("validate", validate, destinations=("act", "write"))
     graph.add_node("write", write_node, destinations=("write", "__end__"))
     graph.add_edge(START, "plan")

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from langchain_core.tools import BaseTool
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from treadwise.agent.graph import (
-    Parts,
+    Kit,
     answer_message,
     fallback_answer,
     is_empty,
@@ -22,36 +19,27 @@ from treadwise.agent.graph import (
     window,
 )
 from treadwise.agent.state import AgentState, TurnContext
-from treadwise.agent.strategies import Kit, strategy
-from treadwise.personas import Persona
+from treadwise.agent.strategies import strategy
 from treadwise.settings import MAX_ITERATIONS
 
 
 @strategy("react", budget=MAX_ITERATIONS, answer_nodes=("reason",),
           description="Reason and call tools in a loop until the answer is ready.")
 def build(kit: Kit) -> Any:
-    return build_graph(kit.tools, checkpointer=kit.checkpointer,
-                       system_prompt=kit.system_prompt, max_iterations=kit.budget)
-
-
-def build_graph(tools: Sequence[BaseTool], *,
-                checkpointer: BaseCheckpointSaver | None = None,
-                system_prompt: Callable[[Persona], str] | None = None,
-                max_iterations: int = MAX_ITERATIONS) -> Any:
     """Compile the reason/tools graph; the persona and model arrive per turn as TurnContext.
 
     Every model call is one visit to `reason`: an empty reply leaves a nudge count behind and
     the route sends the turn straight back, so the loop is an edge, not a hidden inner loop.
     """
-    parts = Parts(tools, system_prompt)
+    max_iterations = kit.budget
 
     def reason(state: AgentState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         context = runtime.context
         calls = state.get("iterations", 0) + 1
         final = calls >= max_iterations
         waiting = state.get("nudges", 0)
-        prompt = [parts.system(context.persona), *window(state["messages"]), *nudges(waiting)]
-        response = parts.call(context, prompt, final=final)
+        prompt = [kit.system(context.persona), *window(state["messages"]), *nudges(waiting)]
+        response = kit.call(context, prompt, final=final)
         if is_empty(response):
             if not final:
                 # Empty replies (e.g. Gemini's MALFORMED_FUNCTION_CALL) get one nudge per call.
@@ -77,8 +65,8 @@ def build_graph(tools: Sequence[BaseTool], *,
 
     graph = StateGraph(AgentState, context_schema=TurnContext)
     graph.add_node("reason", reason)
-    graph.add_node("tools", parts.tool_node())
+    graph.add_node("tools", kit.tool_node())
     graph.add_edge(START, "reason")
     graph.add_conditional_edges("reason", route, ["tools", "reason", END])
     graph.add_edge("tools", "reason")
-    return graph.compile(checkpointer=checkpointer)
+    return graph.compile(checkpointer=kit.checkpointer)

@@ -14,9 +14,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from treadwise.agent.graph import Parts, fallback_answer, stage_message, tool_node, window
+from treadwise.agent.graph import Kit, fallback_answer, stage_message, tool_node, window
 from treadwise.agent.state import AgentState, TurnContext
-from treadwise.agent.strategies import Kit, strategy
+from treadwise.agent.strategies import strategy
 from treadwise.agent.strategies.steps import (
     calls_left,
     material,
@@ -195,15 +195,14 @@ def listing(attempts: list[dict[str, Any]]) -> str:
           description="Several independent attempts (tools, step by step, a program), then "
                       "a majority vote; one self-correction when they disagree.")
 def build(kit: Kit) -> Any:
-    parts = Parts(kit.tools, kit.system_prompt)
     budget = kit.budget
     k, mix = approaches(kit.settings)
     program_tool = _program_tools(kit)
 
     def plan(state: AgentState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         context = runtime.context
-        prompt = [parts.system(context.persona, PLAN), *window(state["messages"])]
-        response = parts.call(context, prompt, final=True, stage="plan")
+        prompt = [kit.system(context.persona, PLAN), *window(state["messages"])]
+        response = kit.call(context, prompt, final=True, stage="plan")
         order = attempt_order(response.text, k, mix)
         trace = record(spent(state.get("trace") or {}, response), "plan",
                        response.text or "(no plan)", approaches=order)
@@ -219,11 +218,11 @@ def build(kit: Kit) -> Any:
             return Command(update={"trace": {**trace, "capped": True}}, goto="collect")
         plans = stages_named(trace, "plan")
         instructions = f"{ATTEMPTS[approach]}\nPlan:\n{plans[-1]['text'] if plans else ''}"
-        prompt = [parts.system(runtime.context.persona, instructions),
+        prompt = [kit.system(runtime.context.persona, instructions),
                   *question(state["messages"]), *own(state["messages"], index)]
         final = (approach != "react" or used + 1 >= ATTEMPT_CALLS
                  or calls_left(state, budget) - 1 <= RESERVE)
-        outcome, update, response = tool_step(parts, state, runtime.context, prompt,
+        outcome, update, response = tool_step(kit, state, runtime.context, prompt,
                                               final=final, stage=f"attempt-{approach}",
                                               tag={"attempt": index})
         update["trace"] = {**trace, "used": used + 1}
@@ -260,9 +259,9 @@ def build(kit: Kit) -> Any:
     def correct(state: AgentState, runtime: Runtime[TurnContext]) -> dict[str, Any]:
         trace = state.get("trace") or {}
         context = runtime.context
-        prompt = [parts.system(context.persona, CORRECT), *question(state["messages"]),
+        prompt = [kit.system(context.persona, CORRECT), *question(state["messages"]),
                   stage_message(material(attempts=listing(trace["attempts"])), "correct")]
-        response = parts.call(context, prompt, final=True, stage="correct")
+        response = kit.call(context, prompt, final=True, stage="correct")
         answer = extract_answer(response.text)
         # The correction picks among answers a tool or a program produced, or none.
         backed = {a["answer"] for a in trace["attempts"]} - {None}
@@ -273,13 +272,13 @@ def build(kit: Kit) -> Any:
 
     def write_node(state: AgentState, runtime: Runtime[TurnContext]) -> Command:
         history, notes, fallback = _write_up(state.get("trace") or {}, state["messages"])
-        return write(parts, state, runtime, budget=budget, instructions=WRITE,
+        return write(kit, state, runtime, budget=budget, instructions=WRITE,
                      material=notes, fallback=fallback, history=history)
 
     graph = StateGraph(AgentState, context_schema=TurnContext)
     graph.add_node("plan", plan)
     graph.add_node("attempt", attempt, destinations=("tools", "program", "attempt", "collect"))
-    graph.add_node("tools", parts.tool_node())
+    graph.add_node("tools", kit.tool_node())
     graph.add_node("program", tool_node(program_tool))
     graph.add_node("collect", collect, destinations=("attempt", "vote"))
     graph.add_node("vote", vote, destinations=("correct", "write"))

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from treadwise.agent.graph import (
-    Parts,
+    Kit,
     answer_message,
     is_empty,
     mark,
@@ -57,7 +57,7 @@ def question(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return window(messages[: turn_start(messages) + 1])
 
 
-def tool_step(parts: Parts, state: AgentState, context: TurnContext, prompt: list[AnyMessage],
+def tool_step(kit: Kit, state: AgentState, context: TurnContext, prompt: list[AnyMessage],
               *, final: bool, stage: str, tag: dict[str, Any] | None = None
               ) -> tuple[Outcome, dict[str, Any], AIMessage]:
     """One model call that may call tools: what to do next, the state update, and the reply.
@@ -67,7 +67,7 @@ def tool_step(parts: Parts, state: AgentState, context: TurnContext, prompt: lis
     """
     calls = state.get("iterations", 0) + 1
     waiting = state.get("nudges", 0)
-    response = parts.call(context, [*prompt, *nudges(waiting)], final=final, stage=stage)
+    response = kit.call(context, [*prompt, *nudges(waiting)], final=final, stage=stage)
     if response.tool_calls or response.invalid_tool_calls:
         if tag:
             response.response_metadata = {**response.response_metadata, **tag}
@@ -79,7 +79,7 @@ def tool_step(parts: Parts, state: AgentState, context: TurnContext, prompt: lis
     return "done", {"iterations": calls, "nudges": 0}, response
 
 
-def write(parts: Parts, state: AgentState, runtime: Runtime[TurnContext], *, budget: int,
+def write(kit: Kit, state: AgentState, runtime: Runtime[TurnContext], *, budget: int,
           instructions: str, material: str, fallback: str,
           history: list[AnyMessage] | None = None) -> Command:
     """The answer: one model call in the persona's voice from the notes of the earlier stages.
@@ -96,10 +96,10 @@ def write(parts: Parts, state: AgentState, runtime: Runtime[TurnContext], *, bud
                                "trace": record(trace, "write", "No model call left: wrote the "
                                                "answer from the earlier stages.")}, goto=END)
     context = runtime.context
-    prompt = [parts.system(context.persona, instructions),
+    prompt = [kit.system(context.persona, instructions),
               *(window(state["messages"]) if history is None else history),
               stage_message(material, "write"), *nudges(state.get("nudges", 0))]
-    response = parts.call(context, prompt, final=True, stage="write")
+    response = kit.call(context, prompt, final=True, stage="write")
     calls += 1
     if is_empty(response):
         if calls < budget:

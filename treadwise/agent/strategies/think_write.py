@@ -9,9 +9,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from treadwise.agent.graph import Parts, fallback_answer, stage_message, window
+from treadwise.agent.graph import Kit, fallback_answer, stage_message, window
 from treadwise.agent.state import AgentState, TurnContext
-from treadwise.agent.strategies import Kit, strategy
+from treadwise.agent.strategies import strategy
 from treadwise.agent.strategies.steps import (
     calls_left,
     material,
@@ -42,16 +42,15 @@ def notes(trace: dict[str, Any]) -> str:
 @strategy("think-write", budget=BUDGET,
           description="Think privately with tools between thoughts, then write the reply.")
 def build(kit: Kit) -> Any:
-    parts = Parts(kit.tools, kit.system_prompt)
     budget = kit.budget
 
     def think(state: AgentState, runtime: Runtime[TurnContext]) -> Command:
         trace = state.get("trace") or {}
-        prompt = [parts.system(runtime.context.persona, THINK), *window(state["messages"]),
+        prompt = [kit.system(runtime.context.persona, THINK), *window(state["messages"]),
                   stage_message(material(private_notes_so_far=notes(trace)), "think")]
         # One call is always kept for the writer; the last thought calls no tool.
         final = calls_left(state, budget) - 1 <= 1
-        outcome, update, response = tool_step(parts, state, runtime.context, prompt,
+        outcome, update, response = tool_step(kit, state, runtime.context, prompt,
                                               final=final, stage="think")
         thought = response.text.strip()
         if update.get("messages"):
@@ -72,13 +71,13 @@ def build(kit: Kit) -> Any:
     def write_node(state: AgentState, runtime: Runtime[TurnContext]) -> Command:
         trace = state.get("trace") or {}
         # The fallback reports tool results only: a thought never reaches the customer.
-        return write(parts, state, runtime, budget=budget, instructions=WRITE,
+        return write(kit, state, runtime, budget=budget, instructions=WRITE,
                      material=material(private_notes=notes(trace)),
                      fallback=fallback_answer(state["messages"]))
 
     graph = StateGraph(AgentState, context_schema=TurnContext)
     graph.add_node("think", think, destinations=("tools", "think", "write"))
-    graph.add_node("tools", parts.tool_node())
+    graph.add_node("tools", kit.tool_node())
     graph.add_node("write", write_node, destinations=("write", "__end__"))
     graph.add_edge(START, "think")
     graph.add_edge("tools", "think")

@@ -9,11 +9,11 @@ import hashlib
 from pathlib import Path
 
 from experiments.live.definition import parse_experiment
+from experiments.live.store import SqliteLiveStore
+from experiments.web.live_chat import LiveChat
 from tests.support.webapp import loopback_client, serve_in_process
 from treadwise.settings import Settings
-from treadwise.storage.live_store import SqliteLiveStore
 from treadwise.web.access import WRITES_PER_MINUTE
-from treadwise.web.live_chat import LiveChat
 from treadwise.web.session import ChatSession
 
 ARMS = """arms:

@@ -41,7 +41,6 @@ class Round:
     arms: tuple[Arm, Arm]  # as shown: first, second
     turns: tuple[Turn, Turn]
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    picked: str | None = None
 
 
 @dataclass
@@ -176,7 +175,6 @@ class ComparePanel:
                                  winner)
         except StoreUnavailable as exc:
             return *self._view(state), f"Your pick was not saved: {exc}."
-        last.picked = winner
         for arm, shown in zip(last.arms, last.turns, strict=True):
             persona = self.tab.personas.get(arm.persona)
             shown.persona_name = persona.name if persona else arm.persona

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from experiments.live.definition import parse_experiment
+from experiments.live.store import SqliteLiveStore
 from tests.support.chromium import CHROMIUM_ARGS
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
-from treadwise.storage.live_store import SqliteLiveStore
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 

@@ -1,4 +1,4 @@
-"""The Chat tab's side of a live experiment: a visitor's sticky arm, their turns and ratings."""
+"""The live experiments' chat hook: a visitor's sticky arm, their turns and ratings."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from experiments.live.definition import from_stored
+from experiments.live.store import SCORES
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
-from treadwise.storage.live_store import SCORES
 from treadwise.web.access import Access, accept_any
 from treadwise.web.owners import Owners
 from treadwise.web.render import turn_messages
@@ -82,16 +83,12 @@ class LiveChat:
     @property
     def store(self) -> Any:
         if self._store is None:
-            from treadwise.storage.live_store import open_live_store
+            from experiments.live.store import open_live_store
 
             self._store = open_live_store(self.settings.data_dir, self.settings.database_url)
         return self._store
 
     def experiment(self) -> LiveExperiment | None:
-        try:
-            from experiments.live.definition import from_stored
-        except ImportError:  # the harness is not installed beside this app
-            return None
         try:
             running = self.store.running()
         except StoreUnavailable as exc:
@@ -232,7 +229,9 @@ class LiveChat:
         return (gr.Chatbot(feedback_options=THUMBS), gr.Markdown(note, visible=True),
                 gr.Group(visible=True), *skip[3:])
 
-    def build(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
+    def build_settings(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
+        """The note, the score and the thumbs of a visitor in an experiment (under the
+        persona picker), and the page's load that puts them in their arm."""
         note = gr.Markdown(visible=False, elem_id="live-note", elem_classes="tw-note")
         with gr.Group(visible=False, elem_id="live-score") as scoring:
             score = accept_any(gr.Radio([str(n) for n in SCORES], label="How helpful was "
@@ -248,11 +247,11 @@ class LiveChat:
         demo.load(self.arrive, [visitor, session], [chatbot, note, scoring, *self.swap],
                   js=VISITOR_JS, api_visibility="private")
 
-    def build_compare(self, session: Any, conversation: gr.Column, tab: Any) -> None:
-        """The side-by-side panel, beside the conversation it replaces while one runs (call
-        it before `build`)."""
-        from treadwise.web.live_compare import ComparePanel
+    def build_beside(self, chat: Any, session: Any, conversation: gr.Column) -> None:
+        """The side-by-side panel, beside the conversation it replaces while one runs (the
+        chat tab calls this before `build_settings`)."""
+        from experiments.web.live_compare import ComparePanel
 
-        panel = ComparePanel(tab, self)
+        panel = ComparePanel(chat, self)
         panel.build(session, conversation)
         self.swap = panel.swap

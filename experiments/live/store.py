@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from experiments.store.harness_schema import HARNESS, harness_pool
 from treadwise.storage.leads import StoreUnavailable
 
 DB_NAME = "live.db"
@@ -27,51 +28,6 @@ SCORES = range(1, 6)
 # A side-by-side pick's winner: one of the two arms, or neither.
 TIE, BOTH_BAD = "tie", "both_bad"
 PICK_COLUMNS = ("experiment", "visitor", "turn_id", "arm_a", "arm_b", "winner", "created_at")
-# Shared by both backends; the PostgreSQL migration creates the same tables with its own types.
-SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS live_experiments (
-    name TEXT PRIMARY KEY,
-    definition TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    stopped_at TEXT
-);
-CREATE TABLE IF NOT EXISTS live_assignments (
-    experiment TEXT NOT NULL,
-    visitor TEXT NOT NULL,
-    arm TEXT NOT NULL,
-    assigned_at TEXT NOT NULL,
-    PRIMARY KEY (experiment, visitor)
-);
-CREATE TABLE IF NOT EXISTS live_threads (
-    experiment TEXT NOT NULL,
-    thread TEXT NOT NULL,
-    visitor TEXT NOT NULL,
-    PRIMARY KEY (experiment, thread)
-);
-CREATE TABLE IF NOT EXISTS live_events (
-    id INTEGER PRIMARY KEY,
-    experiment TEXT NOT NULL,
-    visitor TEXT NOT NULL,
-    arm TEXT NOT NULL,
-    turn_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    value REAL NOT NULL,
-    created_at TEXT NOT NULL,
-    UNIQUE (experiment, visitor, turn_id, kind)
-);
-CREATE TABLE IF NOT EXISTS live_picks (
-    id INTEGER PRIMARY KEY,
-    experiment TEXT NOT NULL,
-    visitor TEXT NOT NULL,
-    turn_id TEXT NOT NULL,
-    arm_a TEXT NOT NULL,
-    arm_b TEXT NOT NULL,
-    winner TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    UNIQUE (experiment, visitor, turn_id)
-);
-"""
 
 
 class LiveStore:
@@ -247,11 +203,11 @@ class SqliteLiveStore(LiveStore):
         with closing(self._open()) as db:
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(SQLITE_SCHEMA)
+            HARNESS.migrate_sqlite(db)
 
 
 class PostgresLiveStore(LiveStore):
-    """Live experiments in PostgreSQL (migration m006), shared by every replica."""
+    """Live experiments in PostgreSQL, shared by every replica."""
 
     mark = "%s"
 
@@ -279,7 +235,5 @@ class PostgresLiveStore(LiveStore):
 def open_live_store(data_dir: Path, database_url: str | None = None) -> LiveStore:
     """PostgreSQL when a URL is given (the schema migrated on first use), else SQLite."""
     if database_url:
-        from treadwise.storage.postgres import shared_pool
-
-        return PostgresLiveStore(shared_pool(database_url))
+        return PostgresLiveStore(harness_pool(database_url))
     return SqliteLiveStore(data_dir)

@@ -6,12 +6,14 @@ from typing import Any
 
 import gradio as gr
 
+from experiments.live.definition import EXAMPLE
+from experiments.web.live_chat import LiveChat
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable
-from treadwise.web.live_chat import LiveChat
 from treadwise.web.render import safe_markdown
 
-# The section's handlers a visitor of a public page may not call (app.py guards them).
+# A live experiment decides what visitors are answered by, and its report is the business's:
+# creating, stopping and reading one are for admins (a public page guards these handlers).
 LIVE_HANDLERS = ("create", "stop", "report")
 
 
@@ -22,12 +24,11 @@ class LiveTab:
         self.live = live or LiveChat(settings)
         self.cache_dir = ""
 
-    def build(self, demo: gr.Blocks) -> None:
-        try:
-            from experiments.live.definition import EXAMPLE
-        except ImportError:  # the harness is not installed beside this app
-            EXAMPLE = ""
+    @property
+    def admin_handlers(self) -> dict[str, Any]:
+        return dict.fromkeys(LIVE_HANDLERS)
 
+    def build(self, demo: gr.Blocks) -> None:
         with gr.Accordion("Live experiment: A/B test personas and models on real visitors",
                           open=False, elem_id="live"):
             gr.Markdown("While an experiment runs, each visitor is put in one arm (a hash of "

@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from experiments.web.runs_tab import run_dir
 from tests.support.webapp import loopback_client, serve_in_process
 from treadwise.settings import Settings
-from treadwise.web.experiments_tab import run_dir
 from treadwise.web.files import PNG_MAGIC
 
 RUN = "20260101-120000-default-abcd"
@@ -72,8 +72,8 @@ def test_a_database_run_is_listed_reported_and_read_from_another_machines_folder
     """A run kept in PostgreSQL (as a cluster run is with TREADWISE_DATABASE_URL) made on one
     machine: the app's results folder elsewhere has none of its files, yet the tab lists it,
     writes and shows its report, and reads its transcripts from the database."""
+    from experiments.web.runs_tab import ExperimentsTab
     from tests.experiments.run.test_runner import HOURS, sweep, write_grid
-    from treadwise.web.experiments_tab import ExperimentsTab
 
     monkeypatch.setenv("TREADWISE_DATABASE_URL", database_url)
     made, _ = sweep(write_grid(tmp_path, [HOURS], repeats=2), tmp_path / "elsewhere")

@@ -13,9 +13,9 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from experiments.live.definition import parse_experiment
+from experiments.live.store import DB_NAME, SqliteLiveStore
 from tests.support.webapp import chat_text, loopback_client, serve_in_process
 from treadwise.settings import Settings
-from treadwise.storage.live_store import DB_NAME, SqliteLiveStore
 
 MARKER = "Zebra-7781 quokka"  # typed by a visitor: must never reach the experiment tables
 DEFINITION = """name: tone

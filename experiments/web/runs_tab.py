@@ -12,14 +12,9 @@ from typing import Any
 
 import gradio as gr
 
+from experiments.web.runs_view import case_choices, case_index, config_choices, transcript_html
 from treadwise.errors import redact
-from treadwise.web.access import accept_any
-from treadwise.web.experiments_view import (
-    case_choices,
-    case_index,
-    config_choices,
-    transcript_html,
-)
+from treadwise.web.access import ADMIN_ONLY, accept_any
 from treadwise.web.files import publish_png
 from treadwise.web.render import safe_markdown
 
@@ -33,6 +28,9 @@ REPORT_FILE = "report.md"
 RESULTS_FILE = "results.csv"
 # How many rows a database run had when its report here was written (a newer one is due).
 REPORTED_FILE = ".reported_rows"
+# The handlers a visitor of a public page may not call: runs hold whole transcripts (what
+# customers typed), and sweeps write under results/ and may call paid models.
+ADMIN_HANDLERS = ("refresh", "show", "pick_config", "show_case", "compare", "sweep")
 log = logging.getLogger(__name__)
 
 
@@ -123,10 +121,8 @@ def read_table(path: Path) -> dict[str, Any]:
 
 
 def _chart_titles() -> dict[str, str]:
-    try:
-        from experiments.analyse.charts import registered
-    except ImportError:
-        return {}
+    from experiments.analyse.charts import registered
+
     return {chart.name: chart.title for chart in registered()}
 
 
@@ -181,6 +177,12 @@ class ExperimentsTab:
         self.results_dir = results_dir.resolve()
         self._sweep_lock = threading.Lock()
         self.cache_dir = ""
+
+    @property
+    def admin_handlers(self) -> dict[str, Any]:
+        """Every handler, for admins only on a public page; the page's own load shows a
+        visitor an empty tab rather than an error."""
+        return {**dict.fromkeys(ADMIN_HANDLERS), "load": lambda: self.empty(ADMIN_ONLY)}
 
     def build(self, demo: gr.Blocks) -> None:
         gr.Markdown("A sweep runs every scenario for each persona \u00d7 model \u00d7 "
@@ -275,10 +277,7 @@ class ExperimentsTab:
         return self.refresh(current)
 
     def refresh(self, current: str | None) -> tuple[Any, ...]:
-        try:
-            choices = run_choices(self.results_dir)
-        except ImportError as exc:
-            return self.empty(f"The experiments package is not available here ({exc}).")
+        choices = run_choices(self.results_dir)
         ids = [value for _, value in choices]
         value = current if current in ids else (ids[0] if ids else None)
         return (gr.Dropdown(choices=choices, value=value), *self._view(value))
@@ -324,10 +323,8 @@ class ExperimentsTab:
 
     def _run_sweep(self, limit: int | None, progress: gr.Progress) -> tuple[str | None, str]:
         """Run the sweep in a thread; report its progress from this one (Gradio's context)."""
-        try:
-            from experiments.run.runner import run_sweep
-        except ImportError as exc:
-            return None, f"The experiments package is not available here ({exc})."
+        from experiments.run.runner import run_sweep
+
         updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
         outcome: dict[str, Any] = {}
 
@@ -355,9 +352,7 @@ class ExperimentsTab:
 
     @staticmethod
     def _report(run: Path) -> str:
-        try:
-            from experiments.analyse.report import write_report
-        except ImportError:
-            return "(The report module is not available, so there is no summary or chart yet.)"
+        from experiments.analyse.report import write_report
+
         write_report(run)
         return ""

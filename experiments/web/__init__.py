@@ -1,0 +1,1 @@
+"""The harness in the app's page: the Experiments tab, live experiments' chat hook and panels."""
