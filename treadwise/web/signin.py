@@ -142,8 +142,14 @@ class SignIn:
             return
         token = secrets.token_urlsafe(32)
         app.tokens[token] = user
+        now = self.clock()
         with self._lock:
-            self.seen[token] = self.clock()
+            # Sessions idle too long are ended here too, so browsers closed without a logout
+            # leave neither Gradio's token nor ours behind.
+            for old in [t for t, last in self.seen.items() if now - last > self.idle_s]:
+                app.tokens.pop(old, None)
+                del self.seen[old]
+            self.seen[token] = now
         secure = scope["scheme"] == "https"
         name = f"access-token-{app.cookie_id}" if secure else \
             f"access-token-unsecure-{app.cookie_id}"
