@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from treadwise.redaction import redact
+from treadwise.privacy.redaction import redact
 
 BODY_EXCERPT = 120  # characters of an unreadable reply kept in its error
 

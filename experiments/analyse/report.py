@@ -45,9 +45,10 @@ def money(value: float) -> str:
 
 
 def interval(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
+    """"64–100%", or why there is no interval."""
     if math.isnan(row[low]):
         return "n/a" if row.get("scenarios", 1) == 0 else "too few scenarios"
-    return f"{pct(row[low])}-{pct(row[high])}"
+    return f"{pct(row[low]).removesuffix('%')}–{pct(row[high])}"
 
 
 def number(value: float, spec: str = ".3f") -> str:
@@ -65,13 +66,18 @@ def span(row: Any, low: str = "ci_low", high: str = "ci_high") -> str:
     return f"{points(row[low])} to {points(row[high])}"
 
 
+def cells(frame: Any, columns: dict[str, Any]) -> list[list[str]]:
+    """The table's rows as text: header -> column name or a function of the row."""
+    return [[fn(row) if callable(fn) else str(row[fn]) for fn in columns.values()]
+            for _, row in frame.iterrows()]
+
+
 def table(frame: Any, columns: dict[str, Any]) -> str:
     """A Markdown table: header -> column name or a function of the row."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for _, row in frame.iterrows():
-        cells = [fn(row) if callable(fn) else str(row[fn]) for fn in columns.values()]
+    for row in cells(frame, columns):
         lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ")
-                                       for c in cells) + " |")
+                                       for c in row) + " |")
     return "\n".join(lines)
 
 
@@ -198,6 +204,8 @@ def _notes(run_dir: Path, df: Any, meta: dict[str, Any]) -> list[str]:
         notes.append("`offline` is TreadWise's built-in rule-based model, not an LLM: it is "
                      "deterministic at temperature 0 and only varies its wording above 0, and it "
                      "ignores prompt suffixes and max_tokens.")
+    if limit := (meta.get("attempts") or [{}])[-1].get("limit"):
+        notes.append(limit)  # what a case limit left out of the latest attempt
     if stop := meta.get("budget_stop"):
         notes.append(f"The budget stopped the sweep early: {stop.get('reason')}; "
                      f"{stop.get('not_launched')} cases were not run.")
@@ -215,24 +223,30 @@ def _notes(run_dir: Path, df: Any, meta: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _configurations(summary: Any) -> list[str]:
+def configuration_columns(summary: Any) -> dict[str, Any]:
+    """The configurations table's columns (header -> column or function of a summary row), as
+    the report and the app's Experiments tab both show them."""
     outcomes = {f"{name} (95% CI)": (lambda r, c=column: f"{pct(r[f'{c}_rate'])} ("
                                      f"{interval(r, f'{c}_low', f'{c}_high')})")
                 for column, name in findings.OUTCOMES.items()
                 if column != "success" and f"{column}_rate" in summary}
+    return {"configuration": "label", "scenarios": "scenarios", "cases": "n",
+            "errors": "errors", "success": lambda r: pct(r["success_rate"]),
+            "95% CI": interval, **outcomes,
+            "latency/call p50 (s)": lambda r: number(r["latency_per_call_p50_s"]),
+            "first token p50 (s)": lambda r: number(r["ttft_p50_s"]),
+            "HTTP requests/case": lambda r: f"{r['mean_http_attempts']:.1f}",
+            "tokens in/out": lambda r: f"{r['mean_input_tokens']:.0f} / "
+                                       f"{r['mean_output_tokens']:.0f}",
+            "cost/case": lambda r: money(r["mean_cost_usd"])}
+
+
+def _configurations(summary: Any) -> list[str]:
     return ["## Configurations", "", f"All of them are in `{SUMMARY_FILE}`; the first 12 in "
             "order of success (equal rates in name order). A rate is the mean of the "
             "configuration's scenario rates; its 95% interval is Wilson's with n = the "
-            "scenarios, not the cases.", "", table(summary.head(12), {
-                "configuration": "label", "scenarios": "scenarios", "cases": "n",
-                "errors": "errors", "success": lambda r: pct(r["success_rate"]),
-                "95% CI": interval, **outcomes,
-                "latency/call p50 (s)": lambda r: number(r["latency_per_call_p50_s"]),
-                "first token p50 (s)": lambda r: number(r["ttft_p50_s"]),
-                "HTTP requests/case": lambda r: f"{r['mean_http_attempts']:.1f}",
-                "tokens in/out": lambda r: f"{r['mean_input_tokens']:.0f} / "
-                                           f"{r['mean_output_tokens']:.0f}",
-                "cost/case": lambda r: money(r["mean_cost_usd"])})]
+            "scenarios, not the cases.", "",
+            table(summary.head(12), configuration_columns(summary))]
 
 
 def _effects(effects: Any) -> list[str]:

@@ -17,7 +17,7 @@ from experiments.define.checks import (
     select_steps,
     short,
 )
-from treadwise.emails import find_emails
+from treadwise.privacy.emails import find_emails
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MIN_PNG_BYTES = 1000

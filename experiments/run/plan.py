@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.define.grid import Case, Grid, load_grid
+from experiments.run.case_limit import LimitTooSmall, trim
 from experiments.run.cluster_worker import is_local, resource
 from experiments.run.prepare import Prepared, prepare
 from experiments.store.run_store import (
@@ -40,6 +41,7 @@ class SweepPlan:
     limit: int | None = None
     cluster: str = ""  # the scheduler's address, when the cases run on a Dask cluster
     threads: int = 0  # the cluster's worker threads
+    limit_note: str = ""  # what the case limit left out ("" when it left out nothing)
 
     @property
     def run_dir(self) -> Path:
@@ -51,7 +53,8 @@ class SweepPlan:
 
     def select(self) -> None:
         """The cases to run now: the grid's, less those of skipped models or strategies and
-        those done already (or, retrying errors, only the errored ones), up to the limit."""
+        those done already (or, retrying errors, only the errored ones), up to the limit in
+        whole scenarios (case_limit.py)."""
         scenarios = self.grid.scenarios()
         self.cases = [c for c in self.grid.cases(scenarios) if c.cell.model not in self.skipped
                       and f"strategy {c.cell.strategy}" not in self.skipped]
@@ -60,7 +63,11 @@ class SweepPlan:
                     if self.finished.get(c.key) == "error" or c.key in self.judge_errors]
         else:
             todo = [c for c in self.cases if c.key not in self.finished]
-        self.todo = todo if self.limit is None else todo[:max(0, self.limit)]
+        try:
+            trimmed = trim(todo, self.limit)
+        except LimitTooSmall as exc:
+            raise SweepError(str(exc)) from None
+        self.todo, self.limit_note = trimmed.cases, trimmed.note
 
     def place_local_models(self, offers: dict[str, int]) -> None:
         """On a cluster a local model runs where a worker offers it (a Dask resource named by
@@ -118,6 +125,8 @@ class SweepPlan:
                + (f" ({errors} errored)" if errors else ""))
         cost, unknown = self.cost_estimate()
         priced = f"${cost:.2f}" + (f" + unknown for {', '.join(unknown)}" if unknown else "")
+        if self.limit_note:
+            yield f"  {self.limit_note}"
         yield f"  model calls (estimate): {self.calls_estimate()}, cost (estimate): {priced}"
         limits = [f"max_calls {grid.max_calls}" if grid.max_calls else "",
                   f"max_cost_usd {grid.max_cost_usd:g}" if grid.max_cost_usd is not None else ""]

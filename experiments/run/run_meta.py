@@ -50,7 +50,7 @@ def copy_personas(grid: Grid, folder: Path) -> None:
     """Copies of the persona files the run used (their voice and rubric), beside the grid,
     redacted like the run's other copies."""
     from treadwise.personas import persona_path
-    from treadwise.redaction import redact
+    from treadwise.privacy.redaction import redact
 
     target = Path(folder) / PERSONAS_COPY
     target.mkdir(exist_ok=True)
@@ -82,7 +82,8 @@ def start_meta(plan: Any, judge_errors: set[str]) -> dict[str, Any]:
     attempts = [*meta.get("attempts", []), {
         "started": now, "cases": len(plan.todo), "estimated_calls": plan.calls_estimate(),
         "estimated_cost_usd": round(cost, 4), "unpriced_models": unknown,
-        "retrying": retrying(plan.finished, plan.todo, judge_errors)}]
+        "retrying": retrying(plan.finished, plan.todo, judge_errors),
+        "limit": plan.limit_note or None}]
     return {
         "run_id": plan.store.name, "created": meta.get("created", now), "status": "running",
         "pid": os.getpid(), "grid_name": grid.name, "grid_file": str(grid.path),

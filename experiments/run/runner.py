@@ -105,7 +105,7 @@ def sweep(grid: Grid, store: RunWriter, *, resume: bool, strict: bool = False,
           echo: Callable[[str], None] = echo_stderr, cluster: str | None = None,
           plan_options: dict[str, Any]) -> None:
     """Plan the run `store` keeps and run it (no lock taken, no report written)."""
-    plan = plan_sweep(grid, store, **plan_options)
+    plan = _plan(grid, store, resume, plan_options)
     on = None
     try:
         if cluster and plan.todo:
@@ -131,6 +131,15 @@ def sweep(grid: Grid, store: RunWriter, *, resume: bool, strict: bool = False,
             on.close()
     if stop:
         echo(f"stopped launching new cases: {stop}")
+
+
+def _plan(grid: Grid, store: RunWriter, resume: bool, options: dict[str, Any]) -> SweepPlan:
+    try:
+        return plan_sweep(grid, store, **options)
+    except SweepError:
+        if not resume:  # a new run that cannot start leaves no empty folder behind
+            shutil.rmtree(store.folder, ignore_errors=True)
+        raise
 
 
 def _join_cluster(plan: SweepPlan, address: str) -> Any:

@@ -39,7 +39,7 @@ from experiments.store.transcripts_file import (
     drop_unkept,
     find_transcript,
 )
-from treadwise.redaction import redact
+from treadwise.privacy.redaction import redact
 
 META_FILE = "meta.json"
 LOCK_FILE = ".lock"

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from experiments.define.schema import DEFAULT_STRATEGY
-from treadwise.redaction import redact_tree
+from treadwise.privacy.redaction import redact_tree
 
 # ok: every check passed; failed: a check failed; error: the provider or the harness failed,
 # so the case says nothing about the configuration (it is left out of success rates).
@@ -149,7 +149,7 @@ class CaseRecord:
 
     def redacted(self) -> CaseRecord:
         """The record as every store keeps it: no secret in any text of the row or the
-        transcript (treadwise.redaction, the one list of shapes)."""
+        transcript (treadwise.privacy.redaction, the one list of shapes)."""
         texts = redact_tree({name: value for name, value in vars(self.row).items()
                              if isinstance(value, str)})
         return CaseRecord(self.row.model_copy(update=texts), redact_tree(self.transcript))

@@ -38,6 +38,12 @@ VISITOR_JS = """() => {
 VISITOR_RE = re.compile(r"[0-9a-fA-F-]{16,64}")
 LEAD_TOOL = "record_customer_interest"
 THUMBS = ("Like", "Dislike")
+# What the chat's persona, model, temperature and strategy pickers say while an experiment
+# decides who answers instead (they are disabled then).
+SIDE_BY_SIDE_PICKERS = ("A side-by-side experiment is running: the two assistants it compares "
+                        "answer each message, whatever these pickers say.")
+ARM_PICKERS = ("A live experiment is running: it decides which assistant answers you, "
+               "whatever these pickers say.")
 VISITORS_KEPT = 10_000  # page sessions whose browser id is kept (see LiveChat.choose)
 log = logging.getLogger(__name__)
 
@@ -95,6 +101,28 @@ class LiveChat:
             log.warning("live experiments unavailable: %s", exc)
             return None
         return from_stored(running["definition"]) if running else None
+
+    def decides(self) -> str | None:
+        """Why the chat's pickers do not decide who answers (a live experiment runs), or None."""
+        experiment = self.experiment()
+        if experiment is None:
+            return None
+        if experiment.side_by_side:
+            return SIDE_BY_SIDE_PICKERS
+        return ARM_PICKERS
+
+    def pickers(self) -> tuple[Any, ...]:
+        """The chat's pickers, disabled and saying why while an experiment decides for them."""
+        if (why := self.decides()) is None:
+            return (gr.skip(),) * 5
+        return (gr.Radio(interactive=False, info=why), gr.Dropdown(interactive=False, info=why),
+                gr.Textbox(interactive=False), gr.Slider(interactive=False, info=why),
+                gr.Dropdown(interactive=False, info=why))
+
+    def build_pickers(self, demo: gr.Blocks, pickers: list[Any]) -> None:
+        """Persona, model, custom spec, temperature and strategy: disabled on load while an
+        experiment runs. No input: this load must not race `arrive` for the new session."""
+        demo.load(self.pickers, None, pickers, api_visibility="private", show_progress="hidden")
 
     def arm(self, session: ChatSession) -> tuple[LiveExperiment, Arm, str] | None:
         """(experiment, arm, visitor) for the session, the arm recorded the first time. The
@@ -217,7 +245,8 @@ class LiveChat:
             self._remember(request, session.visitor)
         skip = (gr.skip(),) * (3 + len(self.swap))
         if self.swap and (experiment := self.experiment()) and experiment.side_by_side:
-            return *skip[:3], gr.Column(visible=True), gr.Column(visible=False)
+            return (skip[0], gr.Markdown(SIDE_BY_SIDE_PICKERS, visible=True), skip[2],
+                    gr.Column(visible=True), gr.Column(visible=False))
         found = self.arm(session)
         if found is None:
             return skip

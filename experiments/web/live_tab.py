@@ -15,6 +15,11 @@ from treadwise.web.render import safe_markdown
 # A live experiment decides what visitors are answered by, and its report is the business's:
 # creating, stopping and reading one are for admins (a public page guards these handlers).
 LIVE_HANDLERS = ("create", "stop", "report")
+# Below this many visitors who picked, a side-by-side report shows no ranking: one visitor's
+# picks bootstrap to intervals of zero width. The statistics (experiments/live) own the
+# minimum: once their report says its own (MIN_PICKERS), the page uses it.
+MIN_PICKERS = 10
+NOT_ENOUGH = "Not enough picks yet"
 
 
 class LiveTab:
@@ -90,9 +95,30 @@ class LiveTab:
 
         try:
             chosen = self._name(name)
-            text = report(self.live.store, chosen).text()
+            text = shown_report(report(self.live.store, chosen))
             data = events_csv(self.live.store, chosen).encode()
         except (ValueError, StoreUnavailable) as exc:
             return safe_markdown(f"No report: {exc}"), gr.DownloadButton(interactive=False)
         path = save_to_cache(data, f"live-{chosen}-events.csv", self.cache_dir)
         return safe_markdown(text), gr.DownloadButton(value=path, interactive=True)
+
+
+def shown_report(result: Any) -> str:
+    """The report's text; for a side-by-side experiment with too few visitors who picked, what
+    they picked and when the ranking will show, instead of estimates the picks cannot carry."""
+    from experiments.live import report as live
+
+    minimum = getattr(live, "MIN_PICKERS", MIN_PICKERS)
+    text = result.text()
+    if not result.experiment.side_by_side or result.pickers >= minimum \
+            or NOT_ENOUGH.lower() in text.lower():
+        return text
+    experiment = result.experiment
+    lines = [f"# Live experiment {experiment.name} (side by side, {result.status}, "
+             f"{result.pickers} visitor{'s' if result.pickers != 1 else ''} picked)", "",
+             f"**{NOT_ENOUGH}**: the ranking, its strengths and their intervals show from "
+             f"{minimum} visitors who picked; fewer cannot tell the arms apart.", "",
+             "| pair | first won | second won | tie | both bad |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {p.arms[0]} vs {p.arms[1]} | {p.wins[0]} | {p.wins[1]} | {p.ties} | "
+              f"{p.both_bad} |" for p in result.pairs]
+    return "\n".join(lines)

@@ -3,7 +3,7 @@ compare it with another run, and run a small sweep with one progress bar."""
 
 from __future__ import annotations
 
-import csv
+import json
 import logging
 import queue
 import threading
@@ -19,10 +19,8 @@ from treadwise.web.files import publish_png
 from treadwise.web.render import safe_markdown
 
 MAX_TABLE_ROWS = 200
-# The summary columns a reader compares first; every column stays in summary.csv.
-KEY_COLUMNS = ("persona", "model", "temperature", "variation", "strategy", "n", "errors",
-               "success_rate", "ci_low", "ci_high", "latency_per_call_p50_s", "ttft_p50_s",
-               "mean_model_calls", "total_cost_usd", "mean_judge_score")
+# What a summary cell holds when it has nothing to say (the report's words for no value).
+BLANK = frozenset({"", "n/a", "nan", "-", "unknown"})
 SUMMARY_FILE = "summary.csv"
 REPORT_FILE = "report.md"
 RESULTS_FILE = "results.csv"
@@ -47,12 +45,15 @@ def _runs(results_dir: Path) -> list[Any]:
 
 
 def run_choices(results_dir: Path) -> list[tuple[str, str]]:
+    """(label, run id) of every run, newest first. A label is short enough to read whole in a
+    phone's picker: the grid and when the run started (the id is the report's title)."""
     choices = []
     for run in _runs(results_dir):
         rows = f"{run.rows} case{'s' if run.rows != 1 else ''}"
         status = f", {run.status}" if run.status and run.status != "finished" else ""
         where = ", on a Dask cluster" * run.cluster + ", in the database" * run.shared
-        choices.append((f"{run.id} ({rows}{status}{where})", run.id))
+        started = f"{run.grid or 'run'} {run.created:%b %d %H:%M:%S}"
+        choices.append((f"{started} ({rows}{status}{where})", run.id))
     return choices
 
 
@@ -107,23 +108,47 @@ def report_shared(run: Any) -> str:
 
 
 def read_table(path: Path) -> dict[str, Any]:
+    """A run's configurations as its report shows them: named columns, rates as percentages,
+    intervals as "64–100%" (or the report's words when there is none); a column with nothing
+    to say in any row is left out."""
+    import pandas as pd
+
+    from experiments.analyse.report import cells, configuration_columns
+
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.reader(handle))
+        frame = pd.read_csv(path)
     except OSError:
         return {"headers": ["summary"], "data": [["This run has no summary yet."]]}
-    if not rows:
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        frame = pd.DataFrame()
+    if frame.empty:
         return {"headers": ["summary"], "data": [["The summary is empty."]]}
-    header, body = rows[0], rows[1:MAX_TABLE_ROWS + 1]
-    keep = [i for i, name in enumerate(header) if name in KEY_COLUMNS] or list(range(len(header)))
-    data = [[row[i] if i < len(row) else "" for i in keep] for row in body]
-    return {"headers": [header[i] for i in keep], "data": data or [[""] * len(keep)]}
+    columns = configuration_columns(frame)
+    try:
+        rows = cells(frame.head(MAX_TABLE_ROWS), columns)
+    except (KeyError, TypeError, ValueError) as exc:
+        return {"headers": ["summary"], "data": [[
+            f"This summary was written by an older version ({type(exc).__name__}: {exc}); "
+            "write its report again with `python -m experiments report RUN`."]]}
+    headers = list(columns)
+    keep = [i for i in range(len(headers)) if any(row[i] not in BLANK for row in rows)]
+    return {"headers": [headers[i] for i in keep], "data": [[row[i] for i in keep] for row in rows]}
 
 
-def _chart_titles() -> dict[str, str]:
-    from experiments.analyse.charts import registered
+def chart_files(folder: Path) -> list[tuple[Path, str]]:
+    """(PNG, title) of a run's charts to show, in the report's order (its key chart first);
+    a chart with nothing to show (no case errored, one temperature) is left out."""
+    from experiments.analyse.charts import INDEX_FILE
 
-    return {chart.name: chart.title for chart in registered()}
+    try:
+        index = json.loads((folder / INDEX_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        index = None
+    if not isinstance(index, list):  # charts drawn before the index: every PNG, by name
+        return [(png, png.stem.replace("_", " ")) for png in sorted(folder.glob("*.png"))]
+    return [(folder / str(entry["name"]), str(entry.get("title") or entry["name"]))
+            for entry in index if isinstance(entry, dict) and entry.get("name")
+            and not entry.get("empty") and "/" not in str(entry["name"])]
 
 
 def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any, Any, str]:
@@ -138,9 +163,8 @@ def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any
     if not (path / RESULTS_FILE).is_file() and (run := shared(results_dir, run_id)) is not None:
         if why := report_shared(run):
             return {"headers": ["summary"], "data": [[why]]}, [], ""
-    folder, titles = path / "charts", _chart_titles()
-    charts = [(copy, titles.get(png.name, png.stem.replace("_", " ")))
-              for png in sorted(folder.glob("*.png"))
+    folder = path / "charts"
+    charts = [(copy, title) for png, title in chart_files(folder)
               if (copy := publish_png(png, folder, cache_dir))]
     report = path / REPORT_FILE
     text = report.read_text(encoding="utf-8") if report.is_file() else "No report yet."
@@ -189,9 +213,9 @@ class ExperimentsTab:
                     "temperature of a grid and writes its rows, transcripts, summary and charts "
                     f"to a folder under `{self.results_dir.name}/`. The offline sweep needs no "
                     "API key.", elem_classes="tw-note")
-        with gr.Row(equal_height=False):
+        with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
             with gr.Column(scale=3):
-                with gr.Row(equal_height=False):
+                with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
                     # The pickers' values are checked by the handlers, in words: Gradio's own
                     # check of a value sent through the API logs a traceback each time.
                     runs = accept_any(gr.Dropdown(label="Run", choices=[], value=None, scale=5,
@@ -199,7 +223,7 @@ class ExperimentsTab:
                     refresh = gr.Button("Refresh list", size="sm", scale=1, min_width=110,
                                         elem_id="runs-refresh", elem_classes="tw-inline-button")
             with gr.Column(scale=2):
-                with gr.Row(equal_height=False):
+                with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
                     limit = gr.Number(label="Cases (0 = the whole grid)", value=0, precision=0,
                                       minimum=0, scale=2, min_width=120, elem_id="sweep-limit")
                     start = gr.Button("Run the offline sweep", variant="primary", scale=3,
@@ -207,9 +231,10 @@ class ExperimentsTab:
         status = gr.Markdown(elem_id="sweep-status")
         summary = gr.Dataframe(label="Summary (one row per configuration)", interactive=False,
                                wrap=False, max_height=420, elem_id="run-summary")
+        # One chart a row, each as wide as the page allows, the report's key chart first;
         # "max-content": the gallery grows to show every chart instead of scrolling inside a
         # box one and a half rows tall.
-        charts = gr.Gallery(label="Charts", columns=3, height="max-content",
+        charts = gr.Gallery(label="Charts", columns=1, height="max-content",
                             object_fit="contain", elem_id="run-charts",
                             buttons=["download", "fullscreen"])
         self.cache_dir = charts.GRADIO_CACHE
@@ -236,7 +261,7 @@ class ExperimentsTab:
     def _build_transcripts() -> list[Any]:
         with gr.Accordion("Transcripts: one case's whole conversation", open=False,
                           elem_id="transcripts"):
-            with gr.Row(equal_height=False):
+            with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
                 config = accept_any(gr.Dropdown(label="Configuration", choices=[], value=None,
                                                 scale=3, elem_id="transcript-config"))
                 case = accept_any(gr.Dropdown(label="Scenario and repeat (failures first)",
@@ -248,7 +273,7 @@ class ExperimentsTab:
     @staticmethod
     def _build_compare(runs: Any) -> list[Any]:
         with gr.Accordion("Compare with another run", open=False, elem_id="compare"):
-            with gr.Row(equal_height=False):
+            with gr.Row(equal_height=False, elem_classes="tw-wrap-row"):
                 baseline = accept_any(gr.Dropdown(
                     label="Baseline run (A); the run picked above is B", choices=[],
                     value=None, scale=4, elem_id="compare-baseline"))
@@ -323,7 +348,8 @@ class ExperimentsTab:
 
     def _run_sweep(self, limit: int | None, progress: gr.Progress) -> tuple[str | None, str]:
         """Run the sweep in a thread; report its progress from this one (Gradio's context)."""
-        from experiments.run.runner import run_sweep
+        from experiments.run.runner import SweepError, run_sweep
+        from experiments.store import open_run
 
         updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
         outcome: dict[str, Any] = {}
@@ -332,7 +358,11 @@ class ExperimentsTab:
             try:
                 outcome["run"] = run_sweep(None, out_dir=self.results_dir, progress=updates.put,
                                            limit=limit, report=False, echo=log.info)
+                attempts = open_run(outcome["run"]).meta().get("attempts") or [{}]
+                outcome["limit"] = attempts[-1].get("limit") or ""
                 outcome["report"] = self._report(outcome["run"])
+            except SweepError as exc:  # e.g. a limit below one scenario per configuration
+                outcome["refused"] = redact(str(exc))
             except Exception as exc:
                 log.exception("sweep failed")
                 outcome["error"] = redact(f"{type(exc).__name__}: {exc}")
@@ -345,10 +375,13 @@ class ExperimentsTab:
             progress((update.done, update.total), desc=f"{update.succeeded} passed, "
                      f"{update.failed} failed, {update.errors} errors {update.label}".strip(),
                      unit="cases")
+        if "refused" in outcome:
+            return None, f"Not started: {outcome['refused']}"
         if "error" in outcome:
             return None, f"The sweep stopped: {outcome['error']}"
         run = Path(outcome["run"])
-        return run.name, f"Sweep `{run.name}` finished. {outcome.get('report', '')}".strip()
+        said = " ".join(filter(None, [outcome.get("limit"), outcome.get("report")]))
+        return run.name, f"Sweep `{run.name}` finished. {said}".strip()
 
     @staticmethod
     def _report(run: Path) -> str:

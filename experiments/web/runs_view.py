@@ -20,10 +20,15 @@ def _label(row: dict[str, str]) -> str:
         temperature = f"{float(row.get('temperature') or 0):g}"
     except ValueError:
         temperature = "?"
-    label = (f"{row.get('persona', '?')} / {row.get('model_spec') or 'offline'} / "
-             f"T={temperature} / {row.get('variation', '?')}")
-    strategy = row.get("strategy") or "react"
-    return label if strategy == "react" else f"{label} / {strategy}"
+    # Short enough to read whole in a phone's picker: the default variation and strategy
+    # go unsaid.
+    parts = [str(row.get("persona", "?")), str(row.get("model_spec") or "offline"),
+             f"T={temperature}"]
+    if (variation := row.get("variation") or "baseline") != "baseline":
+        parts.append(str(variation))
+    if (strategy := row.get("strategy") or "react") != "react":
+        parts.append(str(strategy))
+    return " / ".join(parts)
 
 
 def case_index(run_dir: Path) -> dict[str, dict[str, Any]]:

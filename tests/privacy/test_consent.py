@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from treadwise import consent
 from treadwise.agent import Agent
 from treadwise.agent.policy import consent_refusal
+from treadwise.privacy import consent
 from treadwise.settings import Settings
 from treadwise.storage.sqlite import Store
 

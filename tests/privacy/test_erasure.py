@@ -193,8 +193,9 @@ def test_postgres_erasure_delete_and_retention(database_url, data_dir) -> None:
     assert [lead["email"] for lead in store.leads()] == ["bo@example.org"]
     assert store.delete_email("BO@example.org").describe().startswith("1 contact request")
     assert store.lead_count() == 0
+    assert agent.history("A") == []  # the erased conversation's memory went with it
     memory = open_checkpointer(data_dir, database_url)
     later = datetime.now(UTC) + timedelta(days=31)
     done = purge(30, store, memory, now=later)
-    assert done.conversations == 3 and done.erased.feedback == 1
+    assert done.conversations == 2 and done.erased.feedback == 1
     assert agent.history("C") == []

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from treadwise.errors import redact as errors_redact
-from treadwise.redaction import SHAPES, is_card_number, redact, redact_tree
+from treadwise.privacy.redaction import SHAPES, is_card_number, redact, redact_tree
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda shape: shape.name)

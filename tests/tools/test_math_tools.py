@@ -247,7 +247,7 @@ def test_plot_area_saves_a_png_artifact_under_the_data_dir(tools: dict[str, Base
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
     image = imread(path)
-    assert image.shape[:2] == (495, 770)
+    assert image.shape[:2] == (550, 616)  # 5.6 x 5.0 in at 110 dpi: legible on a phone
     assert pixels_near(image, (31, 119, 180)) > 500  # the curve
     assert pixels_near(image, (188, 214, 233)) > 20_000  # the shaded area
     assert pixels_near(image, (214, 39, 40)) > 200  # the dashed bounds
@@ -267,7 +267,7 @@ def test_a_plot_is_drawn_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         self, renderer))
     plot_area("x^2", 0, 3, out_path=str(tmp_path / "area.png"))
     assert len(draws) == 1
-    assert imread(tmp_path / "area.png").shape[:2] == (495, 770)
+    assert imread(tmp_path / "area.png").shape[:2] == (550, 616)
 
 
 @pytest.mark.parametrize(("expression", "lower", "upper", "says"), [

@@ -20,7 +20,7 @@ from tests.support.webapp import (
     use_scripted,
 )
 from treadwise.agent import Agent
-from treadwise.models import label
+from treadwise.models import short_label
 from treadwise.models.local import bundled_specs
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
@@ -86,7 +86,7 @@ def test_login_is_required_when_auth_is_set(monkeypatch: pytest.MonkeyPatch):
 
 def test_without_a_key_only_offline_local_models_and_the_custom_field_are_offered():
     demo = create_app(Settings.from_env())
-    local = [(label(spec), spec) for spec in bundled_specs()]
+    local = [(short_label(spec), spec) for spec in bundled_specs()]
     assert [tuple(c) for c in component(demo, "model-picker")["choices"]] == [OFFLINE, *local]
     assert component(demo, "model-spec")["label"] == "Or any model spec"
 
@@ -184,8 +184,8 @@ def test_data_dir_files_dotenv_and_system_files_are_never_served(
         plot_shown = send(client, "Calculate the integral of x² from 0 to 3")
         leads = settings.data_dir / "leads.db"
         assert leads.exists() and (settings.data_dir / "memory.db").exists()
-        plot = next(item["file"] for m in plot_shown for item in m["content"]
-                    if item.get("type") == "file")
+        plot = next(item["value"] for m in plot_shown for item in m["content"]
+                    if item.get("type") == "component" and item.get("component") == "image")
         served = httpx.get(f"{url}gradio_api/file={plot['path']}")
         assert served.status_code == 200 and served.content.startswith(b"\x89PNG")
         for target, secret in [(leads, b"ana@example.com"), (dotenv, b"sk-dotenv-secret"),

@@ -21,6 +21,7 @@ from langchain_core.tools import tool
 
 from tests.support.chromium import CHROMIUM_ARGS
 from tests.support.loopback import OpenAIServer, Reply, scripted
+from tests.support.page_views import DROPDOWNS, OVERFLOWING, VIEW_IDS, VIEWS, show
 from tests.support.webapp import serve_in_process
 from treadwise.agent import Agent
 from treadwise.settings import Settings
@@ -120,6 +121,21 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(page):
     wait_for_reply(page, 1)
     assert bubbles(page, "user") == ["What are your opening hours\non Saturday?"]
     page.wait_for_function("document.querySelector('#message textarea').value === ''")
+
+
+def test_forget_me_is_on_the_page_and_erases_the_conversation(page, app):
+    box(page).fill("please contact me at browser.forget@fleetco.com about winter tires")
+    page.locator("#send").click()
+    wait_for_reply(page, 1)
+    store = app[1].store
+    assert [lead for lead in store.leads() if lead["email"] == "browser.forget@fleetco.com"]
+    button = page.locator("#forget-me")
+    assert button.is_visible() and "Forget me" in button.inner_text()
+    button.click()
+    page.wait_for_function("document.querySelector('#chat').innerText.includes('erased')")
+    assert bubbles(page, "user") == []
+    assert "browser.forget@fleetco.com" in page.locator("#chat").inner_text()
+    assert not [lead for lead in store.leads() if lead["email"] == "browser.forget@fleetco.com"]
 
 
 def test_math_is_shown_as_written_in_questions_and_answers(page):
@@ -249,6 +265,52 @@ def test_the_layout_fits_the_screen(page, width):
     labels = one_line_labels(page)
     assert set(labels) >= {"Stop", "Retry", "Undo"} and set(labels.values()) == {1}, labels
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+# One unbroken word each: a run of letters, a long URL, a pasted token.
+UNBROKEN = ["x" * 300, "https://example.com/" + "a1b2c3/" * 40 + "?q=" + "z" * 60,
+            "sk-" + "Ab9" * 90]
+ON_SCREEN = "#chat .message, #chat .message-row, #message, #message textarea, #send, " \
+            ".tw-actions button, .tw-compose"
+
+
+@pytest.fixture(scope="module")
+def long_words(app, browser) -> Iterator[Any]:
+    """A page whose conversation and message box hold words longer than any screen."""
+    context = browser.new_context(viewport={"width": 400, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(app[0])
+    for count, word in enumerate(UNBROKEN, 1):
+        box(page).fill(word)
+        page.locator("#send").click()
+        wait_for_reply(page, count)
+    box(page).fill(UNBROKEN[0])  # and one in the box, not sent
+    yield page
+    context.close()
+
+
+@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
+def test_a_long_unbroken_word_wraps_and_send_stays_on_screen(long_words, width, scheme):
+    page = long_words
+    show(page, width, scheme)
+    assert page.evaluate(OVERFLOWING, ON_SCREEN) == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    send = page.locator("#send").bounding_box()
+    assert 0 <= send["x"] and send["x"] + send["width"] <= width
+    assert len(bubbles(page, "user")) == len(UNBROKEN)
+
+
+@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
+def test_the_pickers_read_in_full_beside_their_caret(page, width, scheme):
+    show(page, width, scheme)
+    use_model(page, "")
+    page.locator("#model-picker input").click()
+    page.get_by_role("option", name="local:smollm2 (local LLM)").click()
+    page.keyboard.press("Escape")
+    found = page.evaluate(DROPDOWNS)
+    assert {d["label"] for d in found} >= {"Model", "Strategy"}
+    assert [d for d in found if d["cut"] or d["overlap"]] == [], found
 
 
 def test_tokens_appear_as_a_real_model_streams_them(page, monkeypatch: pytest.MonkeyPatch):

@@ -126,6 +126,9 @@ class TechnicalOnly:
     def build_settings(self, demo: Any, chatbot: Any, session: Any) -> None:
         pass
 
+    def build_pickers(self, demo: Any, pickers: Any) -> None:
+        pass
+
     def choose(self, session: Any, choice: Choice, request: Any) -> Choice:
         return dataclasses.replace(choice, persona="technical", arm=("exp", "tech", "v"))
 

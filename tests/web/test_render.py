@@ -64,7 +64,7 @@ def test_a_finished_turn_shows_its_tool_step_plot_answer_and_who_wrote_it():
     assert tool["metadata"]["title"].endswith("plot&#95;area")
     assert tool["metadata"]["status"] == "done" and tool["metadata"]["duration"] == 0.25
     assert '"expression": "x**2"' in tool["content"] and "Area = 9" in tool["content"]
-    assert plot["content"]["path"] == "/cache/a.png"
+    assert plot["content"]["value"]["path"] == "/cache/a.png"
     assert "The area is **9**." in answer["content"]
     assert f"Technical Expert \u00b7 {OFFLINE} \u00b7 1.2 s" in answer["content"]
 
@@ -153,3 +153,17 @@ def test_math_reads_as_written_in_the_chat_and_in_the_markdown_export():
     for text in (html(shown[-1]["content"]), exported):
         assert "<strong>Result:</strong> d/dx [x^2*sin(x)] = x*(x*cos(x) + 2*sin(x))" in text
         assert "<code>a*b*c</code>" in text and "<em>" not in text
+
+
+def test_a_plot_has_a_text_alternative_with_its_function_bounds_and_value():
+    step = ToolStep(id="c1", name="plot_area",
+                    args={"expression": "x\u00b2", "lower": "0", "upper": "3", "variable": "x"},
+                    result="The shaded area is drawn in the attached plot. \u222b\u2080\u00b3 "
+                           "x^2 dx = 9", duration_s=0.2, artifacts=["/data/plots/a.png"])
+    done = turn(status="done", answer="9", steps=[step], plots={"c1": ["/cache/a.png"]},
+                result=result(1.0))
+    plot = render([done])[2]["content"]
+    assert plot["component"] == "image"
+    assert plot["props"]["alt_text"] == (
+        "Plot of x\u00b2 for x from 0 to 3: the area under the curve is shaded between dashed "
+        "lines at the bounds. \u222b\u2080\u00b3 x^2 dx = 9")

@@ -177,3 +177,22 @@ def test_stop_then_retry_log_no_error_and_memory_keeps_only_the_retried_turn(
                      "Calculate the integral of x^2 from 0 to 3"]
     assert [r.getMessage() for r in caplog.records if r.levelname in ("WARNING", "ERROR")] == []
     assert unraisable == []
+
+
+def test_forget_me_erases_the_conversation_its_lead_and_its_exports(app):
+    url, agent, _ = app
+    client = loopback_client(url)
+    outputs = submit(client, "please contact me at forget.me@fleetco.com about fleet pricing")
+    first = exported(url, outputs.result(WAIT_S))
+    thread = first["thread_id"]
+    assert agent.store.held_for_thread(thread).leads and agent.history(thread)
+    chatbot, box, *_ = client.predict(api_name="/forget_me")
+    said = chat_text(chatbot)
+    assert "erased" in said and "forget.me@fleetco.com" in said
+    assert agent.history(thread) == []
+    assert not [lead for lead in agent.store.leads() if lead["email"] == "forget.me@fleetco.com"]
+    # The session goes on afresh: the next export holds nothing of the forgotten one.
+    after = exported(url, submit(client, "What are your opening hours?").result(WAIT_S))
+    assert after["thread_id"] != thread and "forget.me" not in json.dumps(after)
+    chatbot, *_ = client.predict(api_name="/forget_me")
+    assert "erased" in chat_text(chatbot)

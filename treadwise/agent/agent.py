@@ -22,7 +22,8 @@ from langchain_core.messages import (
 
 from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, start_calls, within
 from treadwise.agent.echo_guard import EchoWatch, private_answer
-from treadwise.agent.policy import erase_on_request, for_customer
+from treadwise.agent.policy import for_customer
+from treadwise.agent.privacy_turn import privacy_answer
 from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, get_strategy, recursion_limit
@@ -62,10 +63,11 @@ class Agent:
         from treadwise.tools.web import web_search_enabled
 
         self.settings = settings or Settings.from_env()
+        self.context: ToolContext | None = None
         if tools is None:
-            context = ToolContext(self.settings.data_dir, mcp_config=self.settings.mcp_config,
-                                  database_url=self.settings.database_url,
-                                  environment=self.settings.environment)
+            self.context = context = ToolContext(
+                self.settings.data_dir, mcp_config=self.settings.mcp_config,
+                database_url=self.settings.database_url, environment=self.settings.environment)
             names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
                 + (("web",) if web_search_enabled(self.settings.environment) else ())
             tools = get_tools(*names, context=context)
@@ -73,6 +75,8 @@ class Agent:
         self.tool_groups = group_of(tool.name for tool in tools)
         self.checkpointer = checkpointer or open_checkpointer(self.settings.data_dir,
                                                               self.settings.database_url)
+        if self.context is not None:
+            self.context.memory = self.checkpointer
         apply_retention(self.settings, self.checkpointer)
         self.system_prompt = system_prompt
         self._graphs: dict[str, Any] = {}
@@ -163,14 +167,17 @@ class Agent:
             # Checkpoints are written once, as the run ends, not after every step: fewer
             # writes per turn, and nothing half-done for a rollback to undo in between.
             chunks = within(turn_context, graph.stream(
-                turn_input(message), config, context=context, stream_mode=modes,
+                turn_input(message, last_user_text(history) or None), config,
+                context=context, stream_mode=modes,
                 durability="exit"))
             # Streamed words stop once they repeat the instructions; the answer is replaced.
             watch = EchoWatch(self.settings.personas_dir)
             yield from self._graph_events(chunks, result, steps, stages, answer_nodes, watch)
             result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
                                      first_token.seconds, per_call=per_call)
-            self._summarise(result, thread_id, steps, strategy, context.persona)
+            self._summarise(result, thread_id, steps, strategy, context.persona, message)
+            if result.erased:
+                self._forget_memory(thread_id, result, context.persona)
             if result.error is not None:
                 self._restore(graph, thread_id, before)
                 settled = True
@@ -256,7 +263,8 @@ class Agent:
         return estimate_usage(messages, messages.index(reply), persona)
 
     def _summarise(self, result: TurnResult, thread_id: str, steps: list[ToolStep],
-                   strategy: str = DEFAULT_STRATEGY, persona: Any = None) -> None:
+                   strategy: str = DEFAULT_STRATEGY, persona: Any = None,
+                   raw: str | None = None) -> None:
         """Fill the result from what the checkpoint holds for this turn."""
         try:
             state = self.graph_for(strategy).get_state(self._config(thread_id, strategy)).values
@@ -287,8 +295,51 @@ class Agent:
             last = ai[-1]
             answer = private_answer(for_customer(redact(last.text), turn), persona,
                                     self.settings.personas_dir)
-            result.answer = erase_on_request(answer, messages, self.tools, thread_id).strip()
+            outcome = privacy_answer(
+                answer, messages, thread_id=thread_id,
+                tools=self.tools, persona=persona, store=lambda: self.store,
+                memory=self.checkpointer,
+                raw=raw)
+            result.answer, result.erased = outcome.answer.strip(), outcome.erased
             result.stopped_by_cap = bool(last.response_metadata.get("stopped_by_cap"))
+
+    @property
+    def store(self) -> Any:
+        """The lead and question store the business tools write to."""
+        if self.context is not None:
+            return self.context.store
+        from treadwise.storage import open_store
+
+        return open_store(self.settings.data_dir, self.settings.database_url)
+
+    def _forget_memory(self, thread_id: str, result: TurnResult, persona: Any) -> None:
+        """After an erasure turn: the conversation's memory goes too, this turn included, so
+        what the answer says about the erasure is not stored again."""
+        from treadwise.agent.privacy_turn import say
+        from treadwise.privacy.erasure import after_erasure, erase_memory
+
+        try:
+            held = erase_memory(thread_id, self.checkpointer) - 1
+        except Exception:
+            log.warning("could not erase a conversation's memory", exc_info=True)
+            result.answer += " " + say("memory_not_erased", persona)
+            result.erased = False
+            return
+        after_erasure(thread_id)
+        if held > 0:
+            result.answer += " " + say("memory_erased", persona)
+
+    def forget(self, thread_id: str) -> Any:
+        """Erase everything a conversation holds ("Forget me"); the ErasureReport says what."""
+        from treadwise.privacy.erasure import erase_conversation
+
+        return erase_conversation(thread_id, store=self.store, memory=self.checkpointer)
+
+    def holdings(self, thread_id: str) -> Any:
+        """What a conversation holds about the customer (nothing is changed)."""
+        from treadwise.privacy.erasure import holdings
+
+        return holdings(thread_id, store=self.store, memory=self.checkpointer)
 
     def history(self, thread_id: str) -> list[AnyMessage]:
         return list(self.graph.get_state(self._config(thread_id)).values.get("messages", []))

@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
-from treadwise import consent
-from treadwise.consent import REFUSED, TELL, Refusal, customer_ask
 from treadwise.conversation import current_turn, stage_of
-from treadwise.emails import find_emails, lookalikes
+from treadwise.privacy import consent
+from treadwise.privacy.consent import REFUSED, TELL, Refusal, customer_ask
+from treadwise.privacy.emails import find_emails, lookalikes
 
 LEAD_TOOL = "record_customer_interest"
 FEEDBACK_TOOL = "record_feedback"
@@ -51,16 +50,19 @@ def customer_messages(messages: Sequence[AnyMessage]) -> list[HumanMessage]:
     return [m for m in messages if isinstance(m, HumanMessage) and not stage_of(m)]
 
 
-def _said_yes(messages: Sequence[AnyMessage]) -> bool:
-    """The customer's latest message is a yes to the assistant offering to contact them."""
-    return consent.is_yes(customer_messages(messages)[-1].text) and _offered(messages)
+def _said_yes(messages: Sequence[AnyMessage], email: str) -> bool:
+    """The customer's latest message is a yes to the assistant's confirmation that showed
+    exactly the address to be stored."""
+    said = _assistant_before_latest(messages)
+    return consent.is_yes(customer_messages(messages)[-1].text) and bool(said) \
+        and consent.offered_contact(said) and email in said.casefold()
 
 
-def _offered(messages: Sequence[AnyMessage]) -> bool:
-    """The assistant's last words before the customer's latest message offered contact."""
+def _assistant_before_latest(messages: Sequence[AnyMessage]) -> str:
+    """The assistant's last words before the customer's latest message ("" when none)."""
     said = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not stage_of(m)]
     asked = [m.text for m in messages[:said[-1]] if isinstance(m, AIMessage) and m.text.strip()]
-    return bool(asked) and consent.offered_contact(asked[-1])
+    return asked[-1] if asked else ""
 
 
 def _not_given(email: str, recent: Sequence[str]) -> Refusal:
@@ -102,8 +104,9 @@ def consent_refusal(email: str, messages: Sequence[AnyMessage]) -> Refusal | Non
     if consent.refuses(recent[-1]) or consent.withdraws(recent[-1]) \
             or consent.refuses(recent[given]):
         return Refusal("the customer refused contact. Do not record the address; tell them "
-                       "nothing was saved.",
-                       "Understood: nobody will contact you, and I haven't saved your address.")
+                       "nothing was recorded.",
+                       "Understood: nobody will contact you, and I haven't recorded your "
+                       "address for contact.")
     if len(found := consent.own_addresses(own[given])) > 1:
         return Refusal(f"the customer's message holds {len(found)} addresses "
                        f"({', '.join(found)}). Ask which one is theirs before recording a lead.",
@@ -114,30 +117,36 @@ def consent_refusal(email: str, messages: Sequence[AnyMessage]) -> Refusal | Non
                        "Only record the customer's own address, given by them.",
                        "I can only pass on your own address, given by you. If you'd like our "
                        "team to contact you, please type your own e-mail address.")
-    if not _consented(recent, given, messages):
-        return Refusal("the customer has not asked to be contacted in their own words. Ask "
-                       "whether they want TreadWise to get in touch before recording their "
-                       "address.",
-                       f"Would you like our team to contact you at {email}? Just say so and "
-                       "I'll pass it on.")
+    if not _consented(recent, given, messages, email):
+        return Refusal("the customer has not asked to be contacted unambiguously in their own "
+                       "words. Ask them to confirm, showing the address, before recording it.",
+                       f"Would you like our team to contact you at {email}? Just say yes and "
+                       "I'll pass it on; nothing is saved until then.")
     return None
 
 
-def _consented(recent: Sequence[str], given: int, messages: Sequence[AnyMessage]) -> bool:
-    """Consent this turn: the latest message asks to be contacted; or it gives the address
-    after the customer asked (and took nothing back since) or after the assistant asked for
-    it; or it is a yes to the assistant's offer."""
+def _withdrawn(text: str) -> bool:
+    return consent.refuses(text) or consent.withdraws(text) or consent.cancels(text)
+
+
+def _consented(recent: Sequence[str], given: int, messages: Sequence[AnyMessage],
+               email: str) -> bool:
+    """Consent this turn, when nothing in it is in doubt: the latest message asks to be
+    contacted and asks nothing else; or it gives the address after the customer asked in a
+    recent message and took nothing back since; or it is a yes to
+    a confirmation that showed this address."""
     latest = len(recent) - 1
-    if consent.asks(recent[latest]) or _said_yes(messages):
+    if _said_yes(messages, email):
+        return True
+    if consent.other_question(recent[latest]):
+        return False
+    if consent.asks(recent[latest]):
         return True
     if given != latest:
         return False
-    asked = [i for i, text in enumerate(recent) if consent.asks(text)]
-    withdrawn = [i for i, text in enumerate(recent)
-                 if consent.refuses(text) or consent.withdraws(text) or consent.is_no(text)]
-    if asked and not any(i > asked[-1] for i in withdrawn):
-        return True
-    return _offered(messages)
+    asked = [i for i, text in enumerate(recent[:latest]) if consent.asks(text)]
+    withdrawn = [i for i, text in enumerate(recent) if _withdrawn(text)]
+    return bool(asked) and not any(i > asked[-1] for i in withdrawn)
 
 
 def _content_words(text: str) -> set[str]:
@@ -166,11 +175,22 @@ def feedback_refusal(call: ToolCall, messages: Sequence[AnyMessage]) -> Refusal 
                    "look into?")
 
 
+ERASURE_QUESTION = re.compile(r"\b(?:delete|erase)\b[^?]*\?", re.IGNORECASE)
+
+
+def erasure_confirmed(messages: Sequence[AnyMessage]) -> bool:
+    """The customer's latest message is a yes to the assistant asking whether to erase."""
+    latest = customer_messages(messages)[-1:] if messages else []
+    return bool(latest) and consent.is_yes(latest[0].text) and bool(
+        ERASURE_QUESTION.search(_assistant_before_latest(messages)))
+
+
 def erase_refusal(messages: Sequence[AnyMessage]) -> Refusal | None:
-    """Erasure runs only when the customer asked for it in their own words this turn."""
+    """Erasure runs only when the customer asked for it in their own words this turn (or said
+    yes to the assistant asking whether to erase)."""
     latest = customer_messages(messages)[-1:] if messages else []
     own = consent.own_words(latest[0].text) if latest else ""
-    if own and (consent.withdraws(own) or consent.refuses(own)):
+    if own and (consent.withdraws(own) or consent.refuses(own) or erasure_confirmed(messages)):
         return None
     return Refusal("the customer did not ask, in their own words this turn, to withdraw "
                    "consent or delete their data.",
@@ -224,43 +244,3 @@ def for_customer(answer: str, turn: Sequence[AnyMessage]) -> str:
     if "Refused:" in answer or TELL.strip() in answer or any(r in answer for r in reasons):
         return " ".join(dict.fromkeys(asks))
     return answer
-
-
-def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequence[Any],
-                     thread_id: str) -> str:
-    """The backstop for erasure, whatever the model did: when the customer's latest message
-    withdraws consent (or refuses contact) and no erasure ran this turn, run it now and say
-    truthfully what went, instead of an answer that may promise what nobody did."""
-    latest = customer_messages(messages)[-1:]
-    if not latest or erase_refusal(messages) is not None:
-        return answer
-    turn = current_turn(messages)
-    erased = [m.text for m in turn
-              if isinstance(m, ToolMessage) and m.name == ERASE_TOOL and m.status != "error"]
-    if erased:
-        return _confirmed(answer, erased[-1])
-    tool = next((t for t in tools if getattr(t, "name", "") == ERASE_TOOL), None)
-    if tool is None:
-        return answer
-    try:
-        done = str(tool.invoke({}, config={"configurable": {"thread_id": thread_id}}))
-    except Exception as exc:  # noqa: BLE001 - a failed erasure is reported, never raised
-        return f"I couldn't delete your data right now ({type(exc).__name__}). Please try again."
-    withdrew = consent.withdraws(consent.own_words(latest[0].text))
-    if done.startswith("Deleted: "):
-        return _confirmed("", done)
-    return ("Nothing was stored from this conversation, so there is nothing to delete; "
-            "nobody will contact you.") if withdrew else answer
-
-
-def _confirmed(answer: str, done: str) -> str:
-    """The model's answer when it says what the erasure deleted (every address it named, and
-    that it was deleted); else the erasure's own account, so the customer always reads what
-    went (a small model may drop it for a sentence of its own)."""
-    if not done.startswith("Deleted: "):
-        return answer
-    gone = done.removeprefix("Deleted: ")
-    if answer and "delet" in answer.casefold() and all(
-            email in answer for email in find_emails(gone)):
-        return answer
-    return f"I've deleted {gone} Nobody will contact you."

@@ -118,7 +118,7 @@ _FORMULA_RE, _RECKON_RE, _FOLLOW_UP_RE = map(_compiled, (_FORMULA, _RECKON, _FOL
 def groups_named(text: str) -> tuple[set[str], bool]:
     """The groups a message calls for, and whether it names one outright (a bare sum or
     "calculate" only hints at arithmetic)."""
-    from treadwise.emails import IN_TEXT_RE
+    from treadwise.privacy.emails import IN_TEXT_RE
     from treadwise.profile import business_phrases, clean_text
 
     # An address is business, and its digits and dashes ("ana-2@x.com") are not a sum.

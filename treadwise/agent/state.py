@@ -24,13 +24,14 @@ class AgentState(TypedDict):
     trace: dict[str, Any]
 
 
-def turn_input(message: str) -> dict[str, Any]:
+def turn_input(message: str, follows: str | None = None) -> dict[str, Any]:
     """The graph input that starts a user turn: the message, and every per-turn count at zero.
 
-    A secret the user types is redacted here, so it never reaches memory (nor the model).
+    A secret the user types is redacted here, so it never reaches memory (nor the model);
+    `follows` is the customer's previous message (a password sent right after a login).
     """
-    return {"messages": [HumanMessage(redact(message))], "iterations": 0, "nudges": 0,
-            "trace": {}}
+    return {"messages": [HumanMessage(redact(message, follows=follows))], "iterations": 0,
+            "nudges": 0, "trace": {}}
 
 
 @dataclass(frozen=True)

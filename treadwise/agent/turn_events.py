@@ -46,6 +46,9 @@ class TurnResult:
     # The routing mode and the tool groups the turn started with (see agent/routing.py).
     routing: dict[str, Any] | None = None
     calls: CallStats = field(default_factory=CallStats)
+    # The customer asked for their data to go and this conversation was erased with this turn
+    # (its memory too): nothing of it is kept, the answer included.
+    erased: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The fields of the CLI contract, `routing`, `calls` (one record per model call), and

@@ -13,8 +13,9 @@ from treadwise.models.registry import (
     parse_spec,
     provider,
     resolve_model,
+    short_label,
 )
 
 __all__ = ["OFFLINE_LABEL", "PROVIDERS", "available_specs", "default_spec", "display_name",
            "expectation", "label", "loading_message", "model_settings", "parse_spec",
-           "provider", "resolve_model"]
+           "provider", "resolve_model", "short_label"]

@@ -145,6 +145,13 @@ def model_settings(spec: str) -> dict[str, str]:
     return parse(model).settings()
 
 
+def short_label(spec: str) -> str:
+    """A model's name short enough to read whole in a phone's picker (`label` is the long
+    one): the offline model says it is rule-based, a local model that it is a local LLM."""
+    name = display_name(spec)
+    return f"{name} (local LLM)" if str(spec).startswith("local:") else name
+
+
 def expectation(spec: str) -> str | None:
     """One line telling a user what to expect of this model, for small local models."""
     try:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 
 from treadwise import profile
-from treadwise.emails import IN_TEXT_RE
+from treadwise.privacy.emails import IN_TEXT_RE
 from treadwise.rules.dialogue import DialogueState
 from treadwise.rules.plan import Call, Plan, ask
 from treadwise.rules.understanding import NAME_RE, Reading
+from treadwise.rules.voice import your
 
 LEAD_TOOL = "record_customer_interest"
 ERASE_TOOL = "delete_customer_data"
@@ -70,10 +71,23 @@ def state_topic(state: DialogueState) -> str:
     return "a call back"
 
 
+def plan_erasure(reading: Reading, state: DialogueState) -> Plan | None:
+    """Erase on a withdrawal, an erasure request or a yes to "shall I delete ...?"; ask first
+    when the words do not say what to erase ("forget everything")."""
+    if reading.withdraws or (reading.no_contact and state.lead_email) or (
+            state.pending == "erasure" and reading.answer == "yes"):
+        return erase()
+    return ask("privacy", "confirm_erasure", "erasure") if reading.may_erase else None
+
+
 def plan_contact(reading: Reading, state: DialogueState) -> Plan | None:
     """The next step when a message is about being contacted; None when it is not."""
-    if reading.withdraws or (reading.no_contact and state.lead_email):
-        return erase()
+    if (erasing := plan_erasure(reading, state)) is not None:
+        return erasing
+    waiting = state.pending in ASKED_FOR_ADDRESS or bool(state.lead_topic and not state.lead_email)
+    if reading.cancels and waiting and not reading.emails:
+        # A withdrawal clears any consent waiting for an address or a yes.
+        return ask("no_contact", "lead_cancelled", lead_topic=None, options=[])
     if reading.no_contact and (reading.emails or reading.quoted_emails or reading.lookalikes
                                or state.pending in ASKED_FOR_ADDRESS or state.lead_topic):
         return ask("no_contact", "no_contact", lead_topic=None)
@@ -109,6 +123,9 @@ def _with_address(reading: Reading, state: DialogueState) -> Plan:
     if reading.third_party:
         return ask("lead", "third_party_email")
     topic = request_topic(reading.text) or state.lead_topic or state_topic(state)
+    if reading.doubt:
+        # The message asks something else too: its words are not the request to store.
+        topic = state.lead_topic or state_topic(state)
     if len(reading.emails) > 1:
         return ask("lead", "ask_which_email", "which_email", options=reading.emails,
                    lead_topic=topic, values={"emails": " or ".join(reading.emails)})
@@ -119,10 +136,10 @@ def _with_address(reading: Reading, state: DialogueState) -> Plan:
     consented = (reading.wants_contact or state.pending in ASKED_FOR_ADDRESS
                  or (state.lead_topic and not state.lead_email)
                  or (state.lead_email or "").lower() == email.lower())
-    if consented:
+    if consented and not reading.doubt and not reading.cancels:
         return record(email, reading.name or state.name or "", topic)
     return ask("lead", "confirm_contact", "contact_consent", options=[email], lead_topic=topic,
-               name=reading.name or state.name, values={"email": email})
+               name=reading.name or state.name, values={"email": email, "topic": your(topic)})
 
 
 def _answered(reading: Reading, state: DialogueState) -> Plan | None:

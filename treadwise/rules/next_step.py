@@ -50,6 +50,11 @@ def _empty(reading: Reading, state: DialogueState) -> Plan | None:
 
 
 def _secret(reading: Reading, state: DialogueState) -> Plan | None:
+    if reading.others:
+        return ask("privacy", "others_refused")
+    if reading.access:
+        # The agent answers it from what this conversation holds (agent/privacy_turn.py).
+        return ask("privacy", "data_held", values={"held": ""})
     return ask("secret", "refuse_secret") if reading.secret else None
 
 

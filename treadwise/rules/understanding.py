@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from treadwise import consent, profile
-from treadwise.emails import IN_TEXT_RE, Lookalike, find_emails, scan
-from treadwise.redaction import CARD, ID_NUMBER, REDACTED, redact
+from treadwise import profile
+from treadwise.privacy import consent
+from treadwise.privacy.emails import IN_TEXT_RE, Lookalike, find_emails, scan
+from treadwise.privacy.redaction import CARD_NUMBER, ID_NUMBER, REDACTED, redact
 from treadwise.rules.mathwords import strip_padding
 
 GREETING = (r"(?:hi|hello|hey|hiya|howdy|yo|greetings|good (?:morning|afternoon|evening|day)|sup"
@@ -180,6 +181,11 @@ class Reading:
     lookalikes: list[Lookalike] = field(default_factory=list)
     no_contact: bool = False
     withdraws: bool = False
+    cancels: bool = False              # "never mind", "no thanks": pending consent is cleared
+    may_erase: bool = False            # "forget everything": asks before erasing anything
+    access: bool = False               # "What do you have about me?"
+    others: bool = False               # asks about other customers (never a topic)
+    doubt: bool = False                # also asks something that is not about contact
     card: bool = False                 # card details typed (removed before anyone sees them)
     private: bool = False              # a password or an ID number typed (removed too)
     third_party: bool = False
@@ -301,12 +307,17 @@ def _contact_cues(reading: Reading) -> None:
         and bool(EMAIL_ATTEMPT_RE.search(text))
     reading.no_contact = consent.refuses(text)
     reading.withdraws = consent.withdraws(text)
+    reading.cancels = consent.cancels(text)
+    reading.may_erase = consent.may_erase(text)
+    reading.access = consent.asks_access(text)
+    reading.others = consent.about_others(text)
+    reading.doubt = consent.other_question(text)
     reading.third_party = consent.someone_else(text, next(iter(reading.emails), None))
     reading.untrusted = bool(UNTRUSTED_RE.search(text))
     reading.wants_contact = consent.asks(text)
     reading.correction = bool(CORRECTION_RE.search(text))
     shown = redact(reading.said)
-    reading.card = CARD in shown or bool(re.search(
+    reading.card = CARD_NUMBER in shown or bool(re.search(
         rf"\b(?:cvv2?|cvc2?|security code)\b\W*{re.escape(REDACTED)}", shown, re.I))
     reading.private = ID_NUMBER in shown or bool(re.search(
         rf"\b(?:pass(?:word|phrase|code|wd)|pwd|pw|pin)\b\W*(?:is|was)?\W*{re.escape(REDACTED)}",

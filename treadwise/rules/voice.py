@@ -10,8 +10,8 @@ from fractions import Fraction
 
 from langchain_core.messages import ToolMessage
 
-from treadwise.consent import customer_ask
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
+from treadwise.privacy.consent import customer_ask
 from treadwise.rules.plan import Plan
 from treadwise.rules.privacy_replies import fallback
 

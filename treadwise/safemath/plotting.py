@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import IO
 
@@ -13,8 +14,10 @@ from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.numeric import Numeric
 
 SAMPLES = 1201
-FIGSIZE = (7.0, 4.5)
+FIGSIZE = (5.6, 5.0)  # inches: 616 x 550 px
 DPI = 110
+TEXT_PT, TITLE_PT = 12, 14  # about 9 and 11 px high on a 400 px phone
+TITLE_CHARS = 44
 
 
 @dataclass(frozen=True)
@@ -56,29 +59,41 @@ def render_area(function: Numeric, plot: AreaPlot, target: str | IO[bytes]) -> N
     curve = np.where(shown, ys, np.nan)
     fill = np.clip(np.where(finite, ys, 0.0), bottom - span, top + span)
 
+    figure = area_figure(xs, curve, fill, inside & shown, (lo - pad, hi + pad), (bottom, top),
+                         plot)
+    figure.savefig(target, format="png")
+
+
+def area_figure(xs: np.ndarray, curve: np.ndarray, fill: np.ndarray, shaded: np.ndarray,
+                x_range: tuple[float, float], y_range: tuple[float, float],
+                plot: AreaPlot) -> Figure:
+    """The laid-out figure. A phone shows it about 300 px wide, half its size: fonts are large
+    enough to read there, and the legend sits below the axes, off the curve and away from the
+    top corner where the page puts its fullscreen and download buttons."""
     figure = Figure(figsize=FIGSIZE, dpi=DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    axes.plot(xs, curve, color="#1f77b4", linewidth=2, label=plot.curve_label)
-    axes.fill_between(xs, fill, 0, where=inside & shown, interpolate=True, color="#1f77b4",
-                      alpha=0.3, label="area")
+    axes.plot(xs, curve, color="#1f77b4", linewidth=2.2, label=plot.curve_label)
+    axes.fill_between(xs, fill, 0, where=shaded, interpolate=True, color="#1f77b4",
+                      alpha=0.3, label=plot.area_label)
     for value, label in ((plot.lower, plot.lower_label), (plot.upper, plot.upper_label)):
-        axes.axvline(value, color="#d62728", linestyle="--", linewidth=1.3, label=f"x = {label}")
+        axes.axvline(value, color="#d62728", linestyle="--", linewidth=1.5, label=f"x = {label}")
     axes.axhline(0, color="black", linewidth=0.8)
-    axes.set_xlim(lo - pad, hi + pad)
-    axes.set_ylim(bottom, top)
-    axes.text(0.02, 0.96, plot.area_label, transform=axes.transAxes, va="top", fontsize=11,
-              bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.85})
-    axes.set_title(plot.title, fontsize=13)
-    axes.set_xlabel("x")
-    axes.set_ylabel("f(x)")
+    axes.set_xlim(*x_range)
+    axes.set_ylim(*y_range)
+    axes.set_title("\n".join(textwrap.wrap(plot.title, TITLE_CHARS)) or plot.title,
+                   fontsize=TITLE_PT)
+    axes.set_xlabel("x", fontsize=TEXT_PT)
+    axes.set_ylabel("f(x)", fontsize=TEXT_PT)
+    axes.tick_params(labelsize=TEXT_PT)
     axes.grid(True, alpha=0.35)
-    axes.legend(loc="upper right", fontsize=9)
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2, fontsize=TEXT_PT,
+                frameon=False)
     figure.tight_layout()
     # tight_layout leaves a placeholder engine behind, which makes savefig draw everything
     # twice (a dry run first); the layout is already final, so drop it: same pixels, one draw.
     figure.set_layout_engine(None)
-    figure.savefig(target, format="png")
+    return figure
 
 
 def _values(function: Numeric, xs: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from treadwise.storage.sqlite import retry_locked
+from treadwise.storage.sqlite import retry_locked, truncate_wal
 
 MEMORY_FILE = "memory.db"
 STORAGE_ERRORS = (sqlite3.OperationalError, sqlite3.DatabaseError, OSError)
@@ -129,6 +129,17 @@ def purge_conversations(saver: ResilientSaver, cutoff: datetime) -> int:
     return len(old)
 
 
+def wipe_memory(saver: BaseCheckpointSaver) -> None:
+    """Make a deletion from SQLite memory final on disk: the write-ahead log checkpointed into
+    the file (secure_delete zeroed the deleted rows there) and truncated. PostgreSQL's rows
+    are gone from every query at once; vacuuming them out of its files is the operator's."""
+    primary = saver.primary if isinstance(saver, ResilientSaver) else saver
+    if not isinstance(primary, SqliteSaver):
+        return
+    with primary.lock:
+        truncate_wal(primary.conn)
+
+
 def open_checkpointer(data_dir: Path, database_url: str | None = None) -> ResilientSaver:
     """A checkpointer safe to share between threads and with other processes: PostgreSQL
     when a URL is given (every replica sees every thread), else SQLite in the data dir."""
@@ -143,6 +154,8 @@ def open_checkpointer(data_dir: Path, database_url: str | None = None) -> Resili
         # and made concurrent sessions queue on the disk (leads keep full sync).
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=30000")
+        # An erased conversation's bytes are overwritten, not left in free pages.
+        conn.execute("PRAGMA secure_delete=ON")
         saver = SqliteSaver(conn)
         saver.setup()
     except STORAGE_ERRORS as error:

@@ -209,6 +209,21 @@ class PostgresStore(ReadsRows):
             gone = conn.execute("DELETE FROM feedback WHERE thread_key = %s", (key,)).rowcount
         return Erased([dict(row) for row in leads], gone)
 
+    def held_for_thread(self, thread: str) -> Erased:
+        """What one conversation gave (its leads and questions), deleting nothing."""
+        key = thread_key(thread)
+        with self._transaction() as conn:
+            leads = conn.execute(
+                "SELECT l.email, l.message FROM leads l JOIN lead_requests r ON r.lead_id = l.id"
+                " WHERE r.thread_key = %s ORDER BY l.id", (key,)).fetchall()
+            asked = _one(conn.execute("SELECT count(*) AS n FROM feedback WHERE thread_key = %s",
+                                      (key,)))["n"]
+        return Erased([dict(row) for row in leads], asked)
+
+    def wipe(self) -> None:
+        """Deleted rows are gone from every query at once; their bytes leave the files when
+        PostgreSQL vacuums them, which is the operator's to schedule (docs/privacy.md)."""
+
     def delete_email(self, email: str) -> Erased:
         """Delete every lead of an address, and the questions of the conversations that
         gave them (the operator's `leads delete --email`)."""

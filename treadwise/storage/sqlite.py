@@ -66,6 +66,17 @@ def retry_locked(action: Callable[[], T], wait_s: float = BUSY_TIMEOUT_S) -> T:
         time.sleep(random.uniform(0.005, 0.05))
 
 
+def truncate_wal(db: sqlite3.Connection, tries: int = 40) -> bool:
+    """Checkpoint the write-ahead log into the database file and truncate it, waiting a
+    little for readers of an older snapshot to finish; True when the log is empty."""
+    for _ in range(tries):
+        busy = retry_locked(lambda: db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+        if not busy or busy[0] == 0:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 class Store(ReadsRows):
     """Leads and feedback in `data_dir/leads.db`; every call opens, commits and closes."""
 
@@ -84,6 +95,8 @@ class Store(ReadsRows):
                                          isolation_level=None)) as db:
                 db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
                 db.execute("PRAGMA synchronous = FULL")
+                # A deleted row's bytes are overwritten, not left in a free page.
+                db.execute("PRAGMA secure_delete = ON")
                 db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     yield db
@@ -167,6 +180,27 @@ class Store(ReadsRows):
             leads = _delete_leads(db, ids)
             gone = db.execute("DELETE FROM feedback WHERE thread_key = ?", (key,)).rowcount
         return Erased(leads, gone)
+
+    def held_for_thread(self, thread: str) -> Erased:
+        """What one conversation gave (its leads and questions), deleting nothing."""
+        key = thread_key(thread)
+        with self._connect(write=False) as db:
+            leads = [{"email": r[0], "message": r[1]} for r in db.execute(
+                "SELECT l.email, l.message FROM leads l JOIN lead_requests r ON r.lead_id = l.id"
+                " WHERE r.thread_key = ? ORDER BY l.id", (key,))]
+            asked = db.execute("SELECT count(*) FROM feedback WHERE thread_key = ?",
+                               (key,)).fetchone()[0]
+        return Erased(leads, asked)
+
+    def wipe(self) -> None:
+        """Make deletions final on disk: the write-ahead log is checkpointed into the file
+        (where secure_delete zeroed what was deleted) and truncated."""
+        try:
+            with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)) as db:
+                db.execute("PRAGMA secure_delete = ON")
+                truncate_wal(db)
+        except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as exc:
+            raise _unavailable(exc, self.data_dir) from exc
 
     def delete_email(self, email: str) -> Erased:
         """Delete every lead of an address, and the questions of the conversations that

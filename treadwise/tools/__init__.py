@@ -7,7 +7,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from treadwise.plugins import Registry
 from treadwise.settings import process_environment
@@ -46,6 +46,9 @@ class ToolContext:
     # Keys and endpoints of tools (TAVILY_API_KEY, ...), as Settings.environment holds them.
     environment: Mapping[str, str] = field(default_factory=process_environment, repr=False)
     case_dir: ContextVar[Path | None] | None = None
+    # The conversation memory (a checkpointer), for the erasure tool to read what a
+    # conversation gave; the agent sets it.
+    memory: Any = field(default=None, repr=False)
 
     @property
     def current_dir(self) -> Path:

@@ -183,31 +183,34 @@ class BusinessDesk:
         return f"Noted (ref #{ref}): the TreadWise team will look into this question and follow up."
 
     def delete_customer_data(self, *, config: RunnableConfig) -> str:
-        """Delete what the customer gave in this conversation (their contact requests and
-        questions) when they withdraw consent or ask to delete or forget their data. Only
-        call it when the customer asks for that themselves.
+        """Delete what the customer gave in this conversation (their contact requests,
+        questions and the conversation itself) when they withdraw consent or ask to delete,
+        erase, remove or forget their data. Only call it when the customer asks for that
+        themselves.
         """
+        from treadwise.privacy.erasure import (
+            ErasureReport,
+            erase_records,
+            given_addresses,
+            remembered,
+        )
+
         thread = _thread(config)
         if thread is None:
             return "Nothing to delete: this conversation has no id, so nothing was stored for it."
+        # The addresses the customer gave in this conversation are theirs to erase; one typed
+        # only in this request is not (an address is not erased on a visitor's word). The
+        # conversation's memory is erased by the agent once the turn ends.
+        given = given_addresses(remembered(self.context.memory, thread))
         try:
-            erased = self.context.store.forget_thread(thread)
-            self._revoke_links(thread)
+            erased = erase_records(thread, self.context.store, given)
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't delete anything right now: {exc}.") from exc
-        if not (erased.leads or erased.feedback):
-            return ("Nothing to delete: no contact request or question was stored from this "
-                    "conversation.")
-        return (f"Deleted: {erased.describe()}. The text of this chat itself is not deleted by "
-                "this.")
-
-    def _revoke_links(self, thread: str) -> None:
-        """No resume link of the conversation opens any more (in a case folder, its own)."""
-        from treadwise.storage.link_store import revoke_links
-
-        shared = self.context.current_dir == self.context.data_dir
-        revoke_links(thread, self.context.current_dir,
-                     self.context.database_url if shared else None)
+        report = ErasureReport(erased.leads, erased.feedback)
+        if not report.anything:
+            return "Nothing to delete: nothing was stored from this conversation."
+        return (f"Deleted: {report.describe()}. What was deleted is gone from the store, and "
+                "nobody will contact the customer.")
 
 
 def _slot(lead_time: str) -> str:

@@ -11,7 +11,7 @@ import gradio as gr
 
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import FriendlyError, ModelConfigError, redact
-from treadwise.models import display_name, expectation, label, loading_message
+from treadwise.models import display_name, expectation, loading_message, short_label
 from treadwise.personas import DEFAULT_PERSONA, Persona, load_personas
 from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
@@ -20,6 +20,7 @@ from treadwise.web.access import Access, accept_any
 from treadwise.web.chat_keep import Keeping, link_note
 from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.files import publish_png
+from treadwise.web.forget import forget_button, wire
 from treadwise.web.hooks import ChatHook, ChatHooks, Choice
 from treadwise.web.render import LATEX_DELIMITERS, render
 from treadwise.web.session import ChatSession, Turn, new_session
@@ -110,6 +111,7 @@ class ChatTab:
                     retry = gr.Button("Retry", size="sm", elem_id="retry")
                     undo = gr.Button("Undo", size="sm", elem_id="undo")
                     new = gr.Button("New chat", size="sm", elem_id="new-chat")
+                    forget = forget_button()
                     export_md = gr.DownloadButton("Markdown", size="sm", interactive=False,
                                                   elem_id="export-md")
                     export_json = gr.DownloadButton("JSON", size="sm", interactive=False,
@@ -134,8 +136,8 @@ class ChatTab:
                 model = accept_any(gr.Dropdown(
                     choices=self._model_choices(admin=not public), value="offline",
                     label="Model", elem_id="model-picker",
-                    info="The offline model is rule-based, not an LLM. Providers appear when "
-                         "their API key is set."))
+                    info="The offline model is rule-based, not an LLM; a local LLM runs on "
+                         "this machine. Providers appear when their API key is set."))
                 custom = gr.Textbox(
                     label="Or any model spec", elem_id="model-spec", max_lines=1,
                     placeholder="provider:model, e.g. openai:gpt-4.1-mini", visible=not public,
@@ -152,6 +154,7 @@ class ChatTab:
                 gr.Markdown("Switching persona or model keeps the conversation; the change "
                             "applies from the next reply.", elem_classes="tw-note")
 
+        self.hooks.build_pickers(demo, [persona, model, custom, temperature, strategy])
         # Picking a small local model says in one line what to expect of it.
         model.change(lambda spec: gr.Info(note) if (note := expectation(spec)) else None,
                      [model], None, api_visibility="private")
@@ -169,6 +172,7 @@ class ChatTab:
         page = [chatbot, message, send, export_md, export_json]
         undo.click(self.undo, [session], page, api_name="undo")
         new.click(self.new_conversation, [session], page, api_name="new_conversation")
+        wire(self, forget, session, page)
         # The chatbot's own trash button must clear the memory too, not just the view.
         chatbot.clear(self.new_conversation, [session], page, api_visibility="private")
         stop.click(self.stop, [session], None, api_name="stop", queue=False)
@@ -183,7 +187,7 @@ class ChatTab:
         demo.load(self.resume_from_link, [session], page, api_visibility="private")
 
     def _model_choices(self, admin: bool) -> list[tuple[str, str]]:
-        return [(label(spec), spec) for spec in self.access.model_choices(admin)]
+        return [(short_label(spec), spec) for spec in self.access.model_choices(admin)]
 
     def personalise(self, request: gr.Request) -> Any:
         """On a public page, a signed-in admin may name any model in the custom spec field."""
@@ -191,8 +195,7 @@ class ChatTab:
 
     def send(self, message: str, session: ChatSession, persona: str, model: str, custom: str,
              temperature: float, strategy: str, request: gr.Request) -> Iterator[tuple[Any, ...]]:
-        """Run a turn for the message, emptying the box as it leaves. Later updates skip the
-        box (every value sent resets it), so what the user types meanwhile stays."""
+        """Run a turn for the message, emptying the box as it leaves; later updates skip it."""
         if not (message or "").strip() or session.running:
             chatbot, *rest = self._view(session)
             yield chatbot, gr.skip(), *rest  # not sent: the page says so (BUSY_JS)
@@ -372,8 +375,7 @@ class ChatTab:
 
     def _view(self, session: ChatSession, *, running: bool = False,
               final: bool = False) -> Outputs:
-        """The page's outputs. A component's look (enabled or not) costs Gradio a rebuild of
-        its config on its event loop, so updates in between send plain values only."""
+        """The page's outputs: plain values in between (a look change costs a config rebuild)."""
         send: Any = gr.Button(interactive=False) if running else "Send"
         # Gradio checks every file of every update on its event loop: the exports wait for
         # the end of the turn (they are written then anyway).

@@ -17,10 +17,20 @@ def _step(step: Any) -> dict[str, Any]:
             "duration_s": step.duration_s, "plots": [Path(a).name for a in step.artifacts]}
 
 
-def _turn(turn: Turn) -> dict[str, Any]:
+def typed(session: ChatSession) -> dict[str, str]:
+    """Each turn's message as it may be written down: redacted, each with the message before
+    it (a password sent right after a login), before any escaping can split a secret."""
+    said, previous = {}, None
+    for turn in session.turns:
+        said[turn.id] = redact(turn.user, follows=previous)
+        previous = turn.user
+    return said
+
+
+def _turn(turn: Turn, user: str) -> dict[str, Any]:
     result, error = turn.result, turn.error
     return {
-        "user": turn.user, "persona": turn.persona, "persona_name": turn.persona_name,
+        "user": user, "persona": turn.persona, "persona_name": turn.persona_name,
         "model": turn.model, "model_spec": turn.spec, "temperature": turn.temperature,
         "started": datetime.fromtimestamp(turn.started, UTC).isoformat(timespec="seconds"),
         "status": turn.status, "answer": turn.answer,
@@ -43,17 +53,19 @@ def code_span(text: str) -> str:
 
 
 def conversation_json(session: ChatSession) -> dict[str, Any]:
+    said = typed(session)
     return {"thread_id": session.thread_id,
             "exported": datetime.now(UTC).isoformat(timespec="seconds"),
-            "turns": [_turn(t) for t in session.turns if not t.running]}
+            "turns": [_turn(t, said[t.id]) for t in session.turns if not t.running]}
 
 
 def conversation_markdown(session: ChatSession) -> str:
+    said = typed(session)
     lines = ["# TreadWise conversation", "",
              f"Thread `{session.thread_id}`, exported "
              f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.", ""]
     for number, turn in enumerate((t for t in session.turns if not t.running), 1):
-        lines += [f"## Turn {number}", "", "**You:**", "", literal_markdown(turn.user), ""]
+        lines += [f"## Turn {number}", "", "**You:**", "", literal_markdown(said[turn.id]), ""]
         for step in turn.steps:
             outcome = step.error if step.error is not None else step.result
             args = json.dumps(step.args, ensure_ascii=False, default=str)
@@ -98,4 +110,6 @@ def export_files(session: ChatSession, cache_dir: str,
     data = json.dumps(fields, ensure_ascii=False, indent=2)
     markdown = redact(conversation_markdown(session))
     markdown = save_to_cache(markdown.encode(), f"{stem}.md", cache_dir)
-    return markdown, save_to_cache(data.encode(), f"{stem}.json", cache_dir)
+    written = save_to_cache(data.encode(), f"{stem}.json", cache_dir)
+    session.exports += [markdown, written]
+    return markdown, written

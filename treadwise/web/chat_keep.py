@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,14 @@ class Keeping:
     download from, and a session's older exports are deleted as new ones are written."""
 
     def __init__(self, settings: Settings):
+        from treadwise.privacy.erasure import on_erasure
+
         self.settings = settings
         self.links = ThreadLinks(settings)
         self.owners = Owners(settings)
+        # An erasure ("Forget me", or the customer asking in words) revokes the conversation's
+        # links; held weakly, so a page that is gone leaves no hook writing to its store.
+        on_erasure(_while_alive(weakref.WeakMethod(self.links.revoke)))
 
     def identify(self, session: ChatSession, request: Any) -> None:
         """Note who the session's requests come from (the same for all of them)."""
@@ -56,11 +63,12 @@ class Keeping:
         except StoreUnavailable as exc:
             log.warning("conversation links unavailable: %s", exc)
             resume = None
+        earlier = list(session.exports)
         paths = export_files(session, str(folder), resume)
-        if session.exports and session.exports != paths and self.settings.public:
-            for old in session.exports:
+        if self.settings.public:  # an export's URL lives until the next one is written
+            for old in set(earlier) - set(paths):
                 shutil.rmtree(Path(old).parent, ignore_errors=True)  # its <hash>/ folder
-        session.exports = paths
+            session.exports = list(paths)
         return paths
 
 
@@ -69,5 +77,13 @@ def link_note(settings: Settings) -> str:
     who = ("only you, signed in, or an admin can open it" if settings.auth else
            "whoever has it can read and continue the conversation, so keep it like a password")
     return (f"The JSON export holds a link that reopens this conversation: {who}. It stops "
-            f"working after {settings.link_days:g} days; asking the assistant to delete your "
-            "data ends it at once (a new chat does not).")
+            f"working after {settings.link_days:g} days; Forget me (or asking the assistant "
+            "to delete your data) ends it at once, a new chat does not.")
+
+
+def _while_alive(method: weakref.WeakMethod) -> Callable[[str], None]:
+    def revoke(thread_id: str) -> None:
+        if (alive := method()) is not None:
+            alive(thread_id)
+
+    return revoke

@@ -65,7 +65,8 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
     """Options for `Blocks.launch`: local only, no share link, no error details, nothing
     from the data dir or a .env served."""
     from treadwise.web.files import blocked_paths
-    from treadwise.web.theme import CSS, theme
+    from treadwise.web.page_script import PAGE_JS
+    from treadwise.web.theme import CSS, HEAD, theme
 
     options: dict[str, Any] = {
         "server_name": settings.host,
@@ -85,6 +86,8 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
         "footer_links": [],
         "theme": theme(),
         "css": CSS,
+        "js": PAGE_JS,
+        "head": HEAD,
         "quiet": True,  # Gradio's banner suggests share=True; `serve` prints ours
     }
     if middleware := guards(settings):

@@ -1,7 +1,8 @@
 """A chat turn's choice (what the pickers said) and the hooks that may decide it instead.
 
-A chat hook takes part in every turn, in this order: it builds beside the conversation and in
-the settings column, chooses what the turn runs with, then records the finished turn. The
+A chat hook takes part in every turn, in this order: it builds beside the conversation, in
+the settings column and on the pickers, chooses what the turn runs with, then records the
+finished turn. The
 experiment harness's live experiments are one (an arm decides who answers; thumbs, scores and
 a side-by-side panel); web/extensions.py says how a package hands its hooks to the app.
 """
@@ -40,6 +41,10 @@ class ChatHook(Protocol):
     def build_settings(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
         """Components under the persona picker, and the page's events that use them."""
 
+    def build_pickers(self, demo: gr.Blocks, pickers: list[Any]) -> None:
+        """Events on the persona, model, custom spec, temperature and strategy pickers, e.g.
+        disabling them while the hook decides who answers instead."""
+
     def choose(self, session: ChatSession, choice: Choice, request: gr.Request | None) -> Choice:
         """The turn's persona, model, temperature and strategy: the pickers' `choice`, or
         another one whose `arm` says who decided instead."""
@@ -63,6 +68,10 @@ class ChatHooks:
     def build_settings(self, demo: gr.Blocks, chatbot: gr.Chatbot, session: Any) -> None:
         for hook in self.hooks:
             hook.build_settings(demo, chatbot, session)
+
+    def build_pickers(self, demo: gr.Blocks, pickers: list[Any]) -> None:
+        for hook in self.hooks:
+            hook.build_pickers(demo, pickers)
 
     def choose(self, session: ChatSession, choice: Choice, request: gr.Request | None) -> Choice:
         for hook in self.hooks:

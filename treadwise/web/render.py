@@ -38,6 +38,8 @@ ERROR_HEADINGS = {
 }
 STOPPED_NOTE = "Stopped. This reply was discarded, so the assistant will not remember it."
 MAX_PREVIEW_CHARS = 1500
+# The plot tool's sentence pointing at the image; the image's own description leaves it out.
+PLOT_NOTE_RE = re.compile(r"[^.]*\battached plot\.\s*")
 STREAMED = 0.8  # the first token came before this share of the turn's time had passed
 
 
@@ -169,9 +171,25 @@ def stage_message(turn: Turn, index: int) -> dict[str, Any]:
             "metadata": {"title": title, "id": f"{turn.id}-stage-{index}", "status": "done"}}
 
 
-def plot_message(path: str, step_name: str) -> dict[str, Any]:
-    return {"role": "assistant",
-            "content": {"path": path, "alt_text": f"Plot made by {step_name}"}}
+def plot_description(step: Any) -> str:
+    """The plot's text alternative: what it shows and the value the tool found."""
+    args = step.args if isinstance(step.args, dict) else {}
+    said = " ".join(PLOT_NOTE_RE.sub("", str(step.result or "")).split())
+    if step.name != "plot_area" or not {"expression", "lower", "upper"} <= set(args):
+        return f"Plot made by {plain_inline(step.name)}. {said}".strip()
+    variable = args.get("variable") or "x"
+    return (f"Plot of {args['expression']} for {variable} from {args['lower']} to "
+            f"{args['upper']}: the area under the curve is shaded between dashed lines at the "
+            f"bounds. {said}").strip()
+
+
+def plot_message(path: str, step: Any) -> dict[str, Any]:
+    """An inline image with its text alternative (Gradio's image reads `alt_text` from the
+    props of a component message; a plain file message drops it)."""
+    return {"role": "assistant", "content": {
+        "type": "component", "component": "image", "constructor_args": {},
+        "value": {"path": path, "meta": {"_type": "gradio.FileData"}},
+        "props": {"alt_text": plot_description(step), "show_label": False}}}
 
 
 def answer_message(turn: Turn) -> dict[str, Any] | None:
@@ -193,8 +211,7 @@ def turn_messages(turn: Turn, now: float) -> list[dict[str, Any]]:
         messages.extend(stage_message(turn, i) for i, (at, _) in enumerate(turn.stages)
                         if at == index)
         messages.append(step_message(turn, index, now))
-        messages.extend(plot_message(path, plain_inline(step.name))
-                        for path in turn.plots.get(step.id, []))
+        messages.extend(plot_message(path, step) for path in turn.plots.get(step.id, []))
     messages.extend(stage_message(turn, i) for i, (at, _) in enumerate(turn.stages)
                     if at >= len(turn.steps))
     for extra in (pending_message(turn, now), answer_message(turn)):

@@ -85,7 +85,7 @@ class ChatSession:
     visitor: str = ""  # the browser's id (localStorage), for a live experiment's arm
     user: str | None = None  # the signed-in user, when the page has a login
     owner: str | None = None  # whose exports these are (see owners.Owners)
-    exports: tuple[str, str] | None = None  # the latest export files written
+    exports: list[str] = field(default_factory=list)  # files written for it ("Forget me")
 
     @property
     def running(self) -> bool:

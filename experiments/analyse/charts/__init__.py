@@ -6,6 +6,8 @@ same to colour-blind readers; a chart with nothing to show still renders, with a
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +22,14 @@ OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 HEATMAP = "cividis"
 ENTRY_POINT_GROUP = "experiments.charts"
+# charts/INDEX_FILE lists the charts as the report shows them: in order, each with its title,
+# caption and whether it had anything to show.
+INDEX_FILE = "charts.json"
+EMPTY = "treadwise-empty-chart"
+# The charts a reader looks at first, in this order (the report's and the app's); the others
+# follow in the registry's order.
+KEY_CHARTS = ("success_heatmap.png", "config_scenario.png", "scenario_success.png",
+              "temperature_curves.png", "cost_vs_success.png")
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,7 @@ class ChartFile:
     name: str
     caption: str
     error: str | None = None
+    empty: bool = False  # nothing to show: the PNG holds a note saying why
 
 
 CHARTS: Registry[Chart] = Registry(ENTRY_POINT_GROUP)
@@ -56,9 +67,12 @@ def note(ax: Any, text: str) -> None:
 
 
 def empty(plt: Any, text: str) -> Any:
+    """A chart with nothing to show: the note alone (the index marks it, so a page can hide
+    it while the report keeps the note)."""
     fig, ax = plt.subplots(figsize=(7, 2.6))
     note(ax, text)
     ax.set_axis_off()
+    fig.set_label(EMPTY)
     return fig
 
 
@@ -93,8 +107,11 @@ def rate_axis(methods: Any) -> str:
 
 
 def registered() -> list[Chart]:
-    """Every chart, built-in and plugged in, its module imported (charts register on import)."""
-    return [item for item in CHARTS.load_all().values() if isinstance(item, Chart)]
+    """Every chart, built-in and plugged in, its module imported (charts register on import),
+    the key charts first."""
+    charts = [item for item in CHARTS.load_all().values() if isinstance(item, Chart)]
+    first = {name: place for place, name in enumerate(KEY_CHARTS)}
+    return sorted(charts, key=lambda c: first.get(c.name, len(first)))
 
 
 def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
@@ -123,6 +140,9 @@ def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
             warnings.simplefilter("ignore", UserWarning)  # a crowded chart keeps its layout
             fig.tight_layout()
         fig.savefig(charts_dir / item.name, dpi=DPI)
+        written.append(ChartFile(item.title, item.name, item.caption, error,
+                                 fig.get_label() == EMPTY and error is None))
         plt.close(fig)
-        written.append(ChartFile(item.title, item.name, item.caption, error))
+    (charts_dir / INDEX_FILE).write_text(json.dumps([dataclasses.asdict(c) for c in written],
+                                                    indent=1), encoding="utf-8")
     return written

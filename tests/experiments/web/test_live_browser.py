@@ -12,6 +12,7 @@ import pytest
 from experiments.live.definition import parse_experiment
 from experiments.live.store import SqliteLiveStore
 from tests.support.chromium import CHROMIUM_ARGS
+from tests.support.page_views import VIEWS, show
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
 
@@ -102,6 +103,45 @@ def test_side_by_side_in_the_browser_names_the_arms_only_after_the_pick(
         (pick,) = until(lambda: store.picks("tone"), "a pick stored")
         page.locator("#sbs-status", has_text="you picked answer 2").wait_for()
         second = page.locator("#sbs-answer-2 .tw-footer").last.inner_text()
+        pickers = picked_in_every_view(page)
+        report = report_in_every_view(page)
         browser.close()
     assert pick["winner"] == pick["arm_b"]
     assert {"warm": "Friendly", "exact": "Technical"}[pick["arm_b"]] in second
+    for view, (note, enabled) in pickers.items():
+        assert "A side-by-side experiment is running" in note, view
+        assert enabled == [], f"{view}: still active: {enabled}"
+    for view, text in report.items():
+        # One visitor, one pick: no strength, no interval, the counts and what is missing.
+        assert "Not enough picks yet" in text and "1 visitor picked" in text, view
+        assert "P(picked over" not in text and "[" not in text, view
+
+
+# The chat's persona, model, custom spec, temperature and strategy inputs still enabled.
+ENABLED = """() => [...document.querySelectorAll(['#persona-picker input', '#model-picker input',
+    '#model-spec input', '#model-spec textarea', '#temperature input', '#strategy-picker input']
+    .join(', '))].filter(input => !input.disabled).map(input => input.closest('[id]').id)"""
+
+
+def picked_in_every_view(page) -> dict[str, tuple[str, list[str]]]:
+    """In each view: the note above the pickers, and which pickers still take input."""
+    found = {}
+    for width, scheme in VIEWS:
+        show(page, width, scheme)
+        found[f"{width}-{scheme}"] = (page.locator("#live-note").inner_text(),
+                                      page.evaluate(ENABLED))
+    return found
+
+
+def report_in_every_view(page) -> dict[str, str]:
+    """The live experiment's report as the Experiments tab shows it, in each view."""
+    page.get_by_role("tab", name="Experiments").click()
+    page.get_by_text("Live experiment: A/B test").click()
+    page.locator("#live-report-button").click()
+    page.locator("#live-report", has_text="Live experiment tone").wait_for()
+    found = {}
+    for width, scheme in VIEWS:
+        show(page, width, scheme)
+        assert page.locator("#live-report").is_visible()
+        found[f"{width}-{scheme}"] = page.locator("#live-report").inner_text()
+    return found

@@ -1,15 +1,19 @@
 """The Experiments tab in Debian's Chromium: one progress bar during a sweep, every chart row
-visible, transcripts with failed checks highlighted, and two runs compared."""
+visible and readable, a case limit that keeps configurations comparable, the report's table,
+pickers that read in full, transcripts with failed checks highlighted, and two runs compared."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from tests.support.chromium import CHROMIUM_ARGS
+from tests.support.page_views import DROPDOWNS, VIEW_IDS, VIEWS, show
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
 
@@ -56,25 +60,53 @@ def app(tmp_path_factory, chromium: str) -> Iterator[tuple[str, Path]]:
         yield url, results
 
 
-@pytest.fixture
-def page(app, chromium: str) -> Iterator[object]:
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(TIMEOUT_MS)
-        page.goto(app[0])
-        page.get_by_role("tab", name="Experiments").click()
-        page.locator("#sweep-start").wait_for()
-        try:
-            yield page
-        finally:
-            browser.close()
+        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(app, browser) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(app[0])
+    page.get_by_role("tab", name="Experiments").click()
+    page.locator("#sweep-start").wait_for()
+    yield page
+    context.close()
+
+
+def sweep(page, cases: int, until: str = "finished") -> str:
+    """Run the offline sweep from the tab with a case limit; the status line once it says
+    `until`."""
+    page.get_by_label("Cases (0 = the whole grid)").fill(str(cases))
+    page.locator("#sweep-start").click()
+    status = page.locator("#sweep-status")
+    status.get_by_text(until).wait_for()
+    return status.inner_text().strip()
+
+
+def summary_table(page) -> list[dict[str, str]]:
+    """The summary table as the page shows it: one dict per row, header -> cell text."""
+    return page.evaluate("""() => {
+        const table = document.querySelector('#run-summary [role=grid]');
+        const headers = [...table.querySelectorAll('[role=columnheader]')]
+            .map(h => h.innerText.trim());
+        return [...table.querySelectorAll('[role=row]')]
+            .map(row => [...row.querySelectorAll('[role=gridcell]')].map(c => c.innerText.trim()))
+            .filter(cells => cells.length)
+            .map(cells => Object.fromEntries(cells.map((c, i) => [headers[i], c])));
+    }""")
 
 
 def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app, screenshots: Path):
-    page.get_by_label("Cases (0 = the whole grid)").fill("4")
+    page.get_by_label("Cases (0 = the whole grid)").fill("12")
     page.locator("#sweep-start").click()
     seen: list[list[str]] = []
     status = page.locator("#sweep-status")
@@ -82,6 +114,9 @@ def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app, screensho
         seen.append(page.evaluate(PROGRESS))
         page.wait_for_timeout(100)
     assert "finished" in status.inner_text()
+    # 12 cases cannot give 9 configurations two scenarios each: one scenario each, said so.
+    assert ("Case limit 12 keeps 9 cases: all 9 configurations on the same 1 scenario (repeat 1;"
+            " the smallest comparable sweep is 9 cases, 1 scenario each)") in status.inner_text()
     busy = [ids for ids in seen if ids]
     assert busy, "the sweep showed no progress at all"
     # One bar (the level and its fill), in the status line: none over the run picker.
@@ -97,10 +132,44 @@ def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app, screensho
     assert page.evaluate(CLIPPED)["outside"] == 0
 
 
+def test_sixty_cases_compare_every_configuration_on_the_same_scenarios(page):
+    status = sweep(page, 60)
+    assert ("Case limit 60 keeps 54 cases: all 9 configurations on the same 6 scenarios "
+            "(repeat 1); left out: repeats 2\u20133 and 17 of 23 scenarios") in status
+    rows = summary_table(page)
+    assert len(rows) == 9 and {(r["scenarios"], r["cases"]) for r in rows} == {("6", "6")}
+    # The report's table: named columns, percentages, intervals "57-100%"; nothing raw.
+    assert {"configuration", "success", "95% CI"} <= set(rows[0])
+    assert not {"success_rate", "ci_low", "mean_judge_score"} & set(rows[0])
+    assert all(r["success"].endswith("%") and "\u2013" in r["95% CI"] for r in rows), rows
+    # Charts one a row, each readable, the report's key chart first and empty ones left out.
+    captions = page.locator("#run-charts .caption-label").all_inner_texts()
+    assert captions[0] == "Success rate by persona and temperature"
+    assert "Errored cases by type" not in captions
+    widths = page.evaluate("[...document.querySelectorAll('#run-charts img')]"
+                           ".map(i => i.getBoundingClientRect().width)")
+    assert min(widths) >= 600, widths
+    refused = sweep(page, 5, until="Not started")
+    assert refused == ("Not started: 5 cases cannot compare 9 configurations on the same "
+                       "scenarios: the smallest comparable sweep is 9 cases (1 scenario each).")
+
+
+@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
+def test_every_picker_reads_in_full_beside_its_caret(page, width, scheme):
+    page.get_by_text("Transcripts: one case's whole conversation").click()
+    page.get_by_text("Compare with another run").click()
+    page.locator("#transcript-view .tw-check-fail, #transcript-view .tw-check-pass") \
+        .first.wait_for()
+    show(page, width, scheme)
+    found = page.evaluate(DROPDOWNS)
+    assert {d["label"] for d in found} >= {"Run", "Configuration", "Baseline run (A); the run "
+                                           "picked above is B"}
+    assert [d for d in found if d["cut"] or d["overlap"]] == [], found
+
+
 def test_transcripts_highlight_failed_checks_and_runs_compare(page, app):
-    newer = next(p.name for p in app[1].iterdir() if "-newer-" in p.name)
     page.locator("#run-picker input").click()
-    page.get_by_role("option", name=newer, exact=False).click()
+    page.get_by_role("option", name=re.compile("^newer ")).click()
     page.get_by_text("Transcripts: one case's whole conversation").click()
     view = page.locator("#transcript-view")
     # The first configuration and its failure come up first.
@@ -118,9 +187,8 @@ def test_transcripts_highlight_failed_checks_and_runs_compare(page, app):
     assert view.locator("img").count() == 0 and page.evaluate("window.__xss") is None
 
     page.get_by_text("Compare with another run").click()
-    older = next(p.name for p in app[1].iterdir() if "-older-" in p.name)
     page.locator("#compare-baseline input").click()
-    page.get_by_role("option", name=older, exact=False).click()
+    page.get_by_role("option", name=re.compile("^older ")).click()
     page.locator("#compare-start").click()
     result = page.locator("#compare-result")
     result.get_by_text("paired cases").first.wait_for()

@@ -1,4 +1,12 @@
-"""One consent vocabulary (consent_words.yaml): the lead guard and the offline model read it."""
+"""One consent vocabulary (consent_words.yaml), read on the word fold by the guard and the model.
+
+Every decision here (asks, refuses, withdraws, cancels, erases, asks for access, asks about other
+customers, yes, no, someone else's address) is taken on the message's word fold
+(treadwise.privacy.normalise: NFKC, invisible characters gone, case folded, look-alike letters
+mapped to Latin) against the vocabulary folded the same way: "dо nоt contact me" with Cyrillic
+"о" refuses. Which parts of a message are the customer's own words (not pasted, quoted or
+reported) is read on the text as typed, where the quotation marks and speakers are.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from treadwise.datafiles import read_yaml_mapping
-from treadwise.emails import find_emails
+from treadwise.privacy.emails import find_emails
+from treadwise.privacy.normalise import fold_pattern, words
 
 VOCABULARY_FILE = Path(__file__).with_name("consent_words.yaml")
 FLAGS = re.IGNORECASE
@@ -71,10 +80,17 @@ class Vocabulary:
     no: re.Pattern
     someone_else: re.Pattern
     reported: re.Pattern
+    cancels: re.Pattern
+    erases: re.Pattern
+    erases_unclear: re.Pattern
+    access: re.Pattern
+    others: re.Pattern
 
 
 def _fragment(entry: str) -> str:
-    # A space matches any run of spaces; "a ?b" keeps the space optional.
+    # A space matches any run of spaces; "a ?b" keeps the space optional. The entry is folded
+    # like the messages it is matched against.
+    entry = fold_pattern(entry)
     return re.sub(r" (?!\?)", r"\\s+", entry.replace(" ?", r"\s*"))
 
 
@@ -131,6 +147,12 @@ def vocabulary() -> Vocabulary:
         no=_compile(_any(_words(data, "no_answers")), "no_answers"),
         someone_else=_compile(someone_else, "people"),
         reported=_compile(reported, "reporters", 0),
+        cancels=_compile(rf"\b{_any(_words(data, 'cancels'))}\b", "cancels"),
+        erases=_compile(rf"\b{_any(_words(data, 'erases'))}\b", "erases"),
+        erases_unclear=_compile(rf"\b{_any(_words(data, 'erases_unclear'))}\b",
+                                "erases_unclear"),
+        access=_compile(rf"\b{_any(_words(data, 'access'))}\b", "access"),
+        others=_compile(rf"\b{_any(_words(data, 'other_customers'))}\b", "other_customers"),
     )
 
 
@@ -165,29 +187,87 @@ def own_words(text: str) -> str:
     return text
 
 
+def meaning(text: str) -> str:
+    """The text every decision reads: its word fold, curly apostrophes straightened."""
+    return words(_plain(text))
+
+
 def refuses(text: str) -> bool:
     """The message refuses contact anywhere in it ("I do not want anyone to contact me")."""
-    return bool(vocabulary().refuses.search(_plain(text)))
+    return bool(vocabulary().refuses.search(meaning(text)))
+
+
+NEGATED_ERASURE = re.compile(r"\b(?:don'?t|do not|never|no need to|not)\s+(?:\w+\s+)?$")
+
+
+def erases(text: str) -> bool:
+    """The customer asks for their data to be forgotten, deleted, erased or removed, in any of
+    the ways people say it ("forget everything about me", "borra mis datos"); "don't delete
+    my data" does not."""
+    said = meaning(text)
+    return any(not NEGATED_ERASURE.search(said[max(0, m.start() - 24):m.start()])
+               for m in vocabulary().erases.finditer(said))
+
+
+def may_erase(text: str) -> bool:
+    """Words that may ask for an erasure without saying of what ("forget everything"): ask."""
+    return not erases(text) and bool(vocabulary().erases_unclear.search(meaning(text)))
 
 
 def withdraws(text: str) -> bool:
     """The message takes consent back or asks for the customer's data to be deleted."""
-    return bool(vocabulary().withdraws.search(_plain(text)))
+    return bool(vocabulary().withdraws.search(meaning(text))) or erases(text)
+
+
+def cancels(text: str) -> bool:
+    """The customer takes back a request in passing ("never mind", "no thanks"): any consent
+    waiting for an address or a yes is cleared (nothing stored is deleted for it)."""
+    return bool(vocabulary().cancels.search(meaning(text))) or is_no(text)
+
+
+def asks_access(text: str) -> bool:
+    """The customer asks what is stored about them ("What do you have about me?")."""
+    return bool(vocabulary().access.search(meaning(own_words(text))))
+
+
+def about_others(text: str) -> bool:
+    """The message asks about other customers: who signed up, their addresses, the lead list."""
+    return bool(vocabulary().others.search(meaning(text)))
 
 
 def asks(text: str) -> bool:
     """The customer asks to be contacted in their own words, and refuses nothing."""
     if refuses(text) or withdraws(text):
         return False
-    return bool(vocabulary().asks.search(own_words(text)))
+    return bool(vocabulary().asks.search(meaning(own_words(text))))
+
+
+QUESTION_START = re.compile(
+    r"^(?:what|how|why|when|where|who|which|is|are|do|does|did|can|could|will|would|should"
+    r"|calculate|compute|solve|integrate|differentiate)\b")
+MATH_RE = re.compile(r"\d\s*[-+*/^x\u00d7\u00f7]\s*\d|\b(?:integral|derivative|solve|sqrt|"
+                     r"square root)\b")
+
+
+def other_question(text: str) -> bool:
+    """The message also asks something that is not about being contacted ("What is 17 * 23?
+    You can reach me at ..."): whether it asks to be contacted is then in doubt."""
+    own = meaning(own_words(text))
+    for sentence in re.split(r"(?<=[.!?\n])\s+", own):
+        sentence = sentence.strip()
+        asking = sentence.endswith("?") or QUESTION_START.match(sentence) or \
+            MATH_RE.search(sentence)
+        if asking and not vocabulary().asks.search(sentence) and len(sentence.split()) >= 2:
+            return True
+    return False
 
 
 def is_yes(text: str) -> bool:
-    return bool(vocabulary().yes.fullmatch(_flat(text)))
+    return bool(vocabulary().yes.fullmatch(_flat(meaning(text))))
 
 
 def is_no(text: str) -> bool:
-    return bool(vocabulary().no.fullmatch(_flat(text)))
+    return bool(vocabulary().no.fullmatch(_flat(meaning(text))))
 
 
 def sentence_with(text: str, address: str) -> str:
@@ -203,7 +283,7 @@ def sentence_with(text: str, address: str) -> str:
 def someone_else(text: str, address: str | None = None) -> bool:
     """The address (or the message) is said to be someone else's: "my ex's email is ..."."""
     where = sentence_with(_plain(text), address) if address else _plain(text)
-    return bool(vocabulary().someone_else.search(where))
+    return bool(vocabulary().someone_else.search(meaning(where)))
 
 
 def offered_contact(assistant_text: str) -> bool:

@@ -1,0 +1,225 @@
+"""The privacy corpus (corpus.yaml) run through the agent and scored, for its test and benchmark.
+
+- redaction recall: of the secrets typed, the share found nowhere afterwards: not in the answer,
+  memory (every message and tool call of the thread), leads, questions, the lead exports, the
+  chat's Markdown and JSON exports, nor (for secrets of 6 characters or more) in any byte of the
+  data dir's files;
+- false redaction: of the ordinary messages (tire questions, math with long numbers and lists
+  of numbers, phone numbers, look-alike and zero-width variants), the share that memory keeps
+  other than as typed;
+- consent errors: conversations that leave a lead the corpus does not expect, or not the one it
+  does; and erasures after which the address is still readable or a lead of it remains.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from treadwise.agent import Agent
+from treadwise.settings import Settings
+from treadwise.storage.lead_export import export_leads
+from treadwise.web.chat_export import export_files
+from treadwise.web.session import ChatSession, Turn
+
+CORPUS_FILE = Path(__file__).with_name("corpus.yaml")
+PERSONAS = ("friendly", "technical", "cautious")
+SHORT_SECRET = 6  # shorter secrets (a PIN) may occur by chance in a database's binary pages
+
+
+def load_corpus() -> dict[str, list]:
+    return yaml.safe_load(CORPUS_FILE.read_text(encoding="utf-8"))
+
+
+def message_count(corpus: dict[str, list]) -> int:
+    return (len(corpus["secrets"]) + len(corpus["ordinary"])
+            + sum(len(c["turns"]) for c in corpus["consent"])
+            + sum(len(e["turns"]) for e in corpus["erasures"]))
+
+
+@dataclass
+class Score:
+    """How one run of the corpus went, with what went wrong named."""
+
+    secrets: int = 0
+    leaked: list[str] = field(default_factory=list)
+    ordinary: int = 0
+    altered: list[str] = field(default_factory=list)
+    conversations: int = 0
+    consent_wrong: list[str] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        return 1.0 - len(self.leaked) / self.secrets if self.secrets else 1.0
+
+    @property
+    def false_redaction(self) -> float:
+        return len(self.altered) / self.ordinary if self.ordinary else 0.0
+
+    @property
+    def consent_errors(self) -> int:
+        return len(self.consent_wrong)
+
+    def add(self, other: Score) -> None:
+        self.secrets += other.secrets
+        self.leaked += other.leaked
+        self.ordinary += other.ordinary
+        self.altered += other.altered
+        self.conversations += other.conversations
+        self.consent_wrong += other.consent_wrong
+
+
+def _memory_text(agent: Agent, thread: str) -> str:
+    parts = []
+    for message in agent.history(thread):
+        parts.append(message.text)
+        parts += [json.dumps(call.get("args"), ensure_ascii=False)
+                  for call in getattr(message, "tool_calls", [])]
+    return "\n".join(parts)
+
+
+def _store_text(agent: Agent, cache: Path) -> str:
+    store = agent.store
+    rows = [json.dumps(row, ensure_ascii=False, default=str)
+            for row in [*store.leads(), *store.feedback()]]
+    for fmt in ("csv", "jsonl"):
+        out = io.StringIO()
+        export_leads(store, fmt, out)
+        rows.append(out.getvalue())
+    return "\n".join(rows)
+
+
+def _exports(thread: str, said: list[tuple[str, Any]], cache: Path) -> str:
+    session = ChatSession(thread_id=thread)
+    for text, result in said:
+        session.turns.append(Turn(user=text, persona=result.persona, persona_name="P",
+                                  spec="x", model="x", temperature=0.0, status="done",
+                                  answer=result.answer, result=result))
+    return "\n".join(Path(p).read_text(encoding="utf-8")
+                     for p in export_files(session, str(cache)))
+
+
+def _files_text(data_dir: Path) -> str:
+    return " ".join(p.read_bytes().decode("latin-1") for p in data_dir.rglob("*") if p.is_file())
+
+
+def run_corpus(corpus: dict[str, list], personas: Iterable[str] = PERSONAS, *,
+               model: str = "offline", setup_model: str | None = None,
+               agent_for: Callable[[Path], Agent] | None = None,
+               root: Path | None = None) -> Score:
+    """Run every item of `corpus` for each persona, each in its own thread; earlier turns of
+    a conversation (the lead before an erasure) run with `setup_model` when given."""
+    root = root or Path(tempfile.mkdtemp(prefix="privacy-corpus-"))
+    total = Score()
+    for persona in personas:
+        data_dir = root / persona
+        agent = (agent_for or _offline_agent)(data_dir)
+        total.add(_run_persona(agent, corpus, persona, model, setup_model or model, data_dir,
+                               root / f"{persona}-cache"))
+    return total
+
+
+def _offline_agent(data_dir: Path) -> Agent:
+    return Agent(Settings(data_dir=data_dir), toolsets=("business",))
+
+
+@dataclass
+class _Pass:
+    """One persona's run over the corpus: the agent, the models, and what to look for later."""
+
+    agent: Agent
+    persona: str
+    model: str
+    setup_model: str
+    cache: Path
+    score: Score = field(default_factory=Score)
+    pending: list[tuple[str, str]] = field(default_factory=list)  # (text, label) for the files
+    counter: Any = field(default_factory=itertools.count)
+
+    def turn(self, thread: str, text: str, spec: str | None = None) -> Any:
+        return self.agent.run(text, thread_id=thread, persona=self.persona,
+                              model=spec or self.model)
+
+    def thread(self, kind: str) -> str:
+        return f"{kind}{next(self.counter)}"
+
+    def secret(self, item: dict) -> None:
+        thread = self.thread("s")
+        said = [(text, self.turn(thread, text, self.setup_model))
+                for text in item.get("before", [])]
+        said.append((item["say"], self.turn(thread, item["say"])))
+        seen = "\n".join([said[-1][1].answer, _memory_text(self.agent, thread),
+                          _exports(thread, said, self.cache)])
+        self.score.secrets += 1
+        label = f"{self.persona}: {item['say']!r}"
+        if item["secret"] in seen:
+            self.score.leaked.append(label)
+        elif len(item["secret"]) >= SHORT_SECRET:
+            self.pending.append((item["secret"], label))
+
+    def ordinary(self, text: str) -> None:
+        thread = self.thread("o")
+        self.turn(thread, text)
+        kept = [m.text for m in self.agent.history(thread) if m.type == "human"]
+        self.score.ordinary += 1
+        if kept[:1] != [text]:
+            self.score.altered.append(f"{self.persona}: {text!r} kept as {kept[:1]!r}")
+
+    def consent(self, item: dict) -> None:
+        thread = self.thread("c")
+        for text in item["turns"]:
+            self.turn(thread, text)
+        leads = [lead["email"] for lead in self.agent.store.held_for_thread(thread).leads]
+        self.score.conversations += 1
+        if leads != ([item["lead"]] if item["lead"] else []):
+            self.score.consent_wrong.append(f"{self.persona}: {item['turns']} left {leads}")
+
+    def erasure(self, item: dict) -> None:
+        thread = self.thread("e")
+        for text in item["turns"][:-1]:
+            self.turn(thread, text, self.setup_model)
+        self.turn(thread, item["turns"][-1])
+        self.score.conversations += 1
+        gone = item["gone"]
+        left = [lead for lead in self.agent.store.leads() if lead["email"] == gone]
+        if left or gone in _memory_text(self.agent, thread):
+            self.score.consent_wrong.append(f"{self.persona}: {item['turns'][-1]!r} left {gone}")
+        else:
+            self.pending.append((gone, f"{self.persona}: erased {gone}"))
+
+    def at_rest(self, data_dir: Path, ordinary: str) -> None:
+        """Look for every secret and erased address in the files' bytes and the exports; one
+        an ordinary message holds is kept as typed there, by right."""
+        found = _files_text(data_dir) + _store_text(self.agent, self.cache)
+        for text, label in self.pending:
+            if text in found and text not in ordinary:
+                wrong = self.score.consent_wrong if ": erased " in label else self.score.leaked
+                wrong.append(f"{label} (in the files)")
+
+
+def _run_persona(agent: Agent, corpus: dict[str, list], persona: str, model: str,
+                 setup_model: str, data_dir: Path, cache: Path) -> Score:
+    run = _Pass(agent, persona, model, setup_model, cache)
+    for item in corpus["secrets"]:
+        run.secret(item)
+    for text in corpus["ordinary"]:
+        run.ordinary(text)
+    for item in corpus["consent"]:
+        run.consent(item)
+    for item in corpus["erasures"]:
+        run.erasure(item)
+    run.at_rest(data_dir, "\n".join(corpus["ordinary"]))
+    return run.score
+
+
+def sample(corpus: dict[str, list], every: int) -> dict[str, list]:
+    """Every `every`-th item of each part of the corpus (at least one of each)."""
+    return {part: items[::every] or items[:1] for part, items in corpus.items()}

@@ -1,0 +1,38 @@
+"""A sample of the privacy corpus with the real local model (SmolLM2 through llama.cpp): whatever
+it says or calls, secrets stay out of every store, ordinary messages are kept as typed, and no
+lead is stored against the corpus's expectation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.privacy.corpus_runner import PERSONAS, load_corpus, run_corpus, sample
+from treadwise.agent import Agent
+from treadwise.models import resolve_model
+from treadwise.settings import Settings
+
+SPEC = "local:smollm2"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def local(local_model):
+    model = resolve_model(SPEC, settings=Settings(timeout_s=180),
+                          env={"TREADWISE_LOCAL_MAX_TOKENS": "24"})
+    model.warm()
+    return model
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_a_sample_of_the_corpus_with_the_local_model(local, persona: str, tmp_path: Path):
+    def agent_for(data_dir: Path) -> Agent:
+        return Agent(Settings(data_dir=data_dir, timeout_s=180), toolsets=("business",),
+                     models={SPEC: local})
+
+    # The lead an erasure takes back is recorded by the offline model first.
+    score = run_corpus(sample(load_corpus(), 30), (persona,), model=SPEC,
+                       setup_model="offline", agent_for=agent_for, root=tmp_path)
+    assert score.secrets >= 4 and score.conversations >= 2
+    assert score.leaked == [] and score.altered == [] and score.consent_wrong == []

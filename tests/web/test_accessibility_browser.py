@@ -1,0 +1,194 @@
+"""The chat and Experiments pages for everyone, in Debian's Chromium: axe-core finds no serious or
+critical violation in four views a page (1280 and 400 px, light and dark) after a tool-using
+answer and after a sweep; the chat works from the keyboard alone; a finished reply is announced
+once; a plot has a text alternative; both pages reflow at 320 px and at 200% zoom.
+
+One app and one Chromium serve the module; the chat and Experiments pages are each opened once
+and looked at in every view (a view changes the window, not the page).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.chromium import CHROMIUM_ARGS
+from tests.support.page_views import (
+    VIEW_IDS,
+    VIEWS,
+    axe_violations,
+    page_scrolls_sideways,
+    show,
+)
+from tests.support.webapp import serve_in_process
+from tests.web.test_chat_browser import GO, slow_brain, wait
+from treadwise.agent import Agent
+from treadwise.settings import Settings
+from treadwise.testing.fakes import ScriptedModel
+from treadwise.tools import ToolContext, get_tools
+
+TIMEOUT_MS = 90_000
+INTEGRAL = "Calculate the integral of x\u00b2 from 0 to 3"
+# Every new text of the page's live region, in order (installed before the question is sent).
+LISTEN = """() => { window.__said = [];
+  const inRegion = node => (node.nodeType === 1 ? node : node.parentElement)
+    ?.closest('#tw-announce[aria-live="polite"]');
+  new MutationObserver(records => {
+    const region = records.map(r => inRegion(r.target)).find(Boolean);
+    if (region && region.textContent) window.__said.push(region.textContent);
+  }).observe(document.body, {childList: true, characterData: true, subtree: true}); }"""
+FOCUSED = """() => { const e = document.activeElement;
+  const owner = e && e.closest('[id]');
+  return owner ? owner.id : (e ? e.tagName : ''); }"""
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("accessible")
+    settings = dataclasses.replace(Settings.from_env(), data_dir=folder / "data")
+    tools = get_tools("math", "business", context=ToolContext(settings.data_dir))
+    agent = Agent(settings, tools=[*tools, wait],
+                  models={"slow": ScriptedModel(script=[slow_brain])})
+    with serve_in_process(settings, agent, results_dir=folder / "results") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def open_page(browser: Any, url: str) -> Any:
+    page = browser.new_context(viewport={"width": 1280, "height": 900},
+                               accept_downloads=True).new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.locator("#message textarea").wait_for()
+    return page
+
+
+@pytest.fixture(scope="module")
+def chat(app: str, browser: Any) -> Iterator[Any]:
+    """The chat after an integral question: two tool steps (one opened), a plot, the answer."""
+    page = open_page(browser, app)
+    page.evaluate(LISTEN)
+    page.locator("#message textarea").fill(INTEGRAL)
+    page.locator("#send").click()
+    page.wait_for_function("document.querySelectorAll('#chat .tw-footer').length >= 1")
+    plot = page.locator("#chat img[src*='area-']").first
+    plot.wait_for()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0",
+                           arg=plot.element_handle())
+    page.locator("#chat .thought-group .title").first.click()  # a step opened, one closed
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def experiments(app: str, browser: Any) -> Iterator[Any]:
+    """The Experiments tab after a sweep run from it, every section opened."""
+    page = open_page(browser, app)
+    page.get_by_role("tab", name="Experiments").click()
+    page.get_by_label("Cases (0 = the whole grid)").fill("9")
+    page.locator("#sweep-start").click()
+    page.locator("#sweep-status", has_text="finished").wait_for()
+    page.locator("#run-charts img").first.wait_for()
+    for section in ("Report", "Transcripts: one case", "Compare with another run",
+                    "Live experiment"):
+        page.get_by_text(section).first.click()
+    page.locator("#transcript-view .tw-check-pass, #transcript-view .tw-check-fail") \
+        .first.wait_for()
+    yield page
+    page.context.close()
+
+
+@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
+def test_the_chat_has_no_serious_accessibility_violation(chat, width, scheme):
+    show(chat, width, scheme)
+    assert axe_violations(chat) == []
+
+
+@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
+def test_the_experiments_page_has_no_serious_accessibility_violation(experiments, width,
+                                                                      scheme):
+    show(experiments, width, scheme)
+    assert axe_violations(experiments) == []
+
+
+def test_a_finished_reply_is_announced_once_and_the_plot_says_what_it_shows(chat):
+    show(chat, 1280, "light")
+    said = chat.evaluate("window.__said")
+    assert len(said) == 1 and said[0].startswith("Reply: ") and "= 9" in said[0], said
+    assert chat.locator("#chat .bubble-wrap").get_attribute("aria-live") == "off", \
+        "the chat log would read every streamed word"
+    alt = chat.locator("#chat img[src*='area-']").first.get_attribute("alt")
+    assert "x\u00b2 for x from 0 to 3" in alt and "= 9" in alt, alt
+    step = chat.locator("#chat .thought-group .title").first
+    assert step.get_attribute("aria-expanded") == "true"
+    assert step.locator("button").evaluate("b => b.disabled && b.tabIndex === -1")
+
+
+@pytest.mark.parametrize("width", [320, 640], ids=["320px", "1280px-at-200%-zoom"])
+def test_both_pages_reflow_without_sideways_scrolling(chat, experiments, width):
+    for page in (chat, experiments):
+        show(page, width, "light", height=800)
+        assert not page_scrolls_sideways(page), page.url
+
+
+def tab_until(page: Any, target: str, limit: int = 40, back: bool = False) -> list[str]:
+    """Press Tab (or Shift+Tab) until the element with id `target` has focus; the ids passed."""
+    passed: list[str] = []
+    for _ in range(limit):
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+        passed.append(page.evaluate(FOCUSED))
+        if passed[-1] == target:
+            return passed
+    raise AssertionError(f"{target} never got the focus: {passed}")
+
+
+def first_seen(passed: list[str], ids: list[str]) -> list[int]:
+    return [passed.index(i) for i in ids]
+
+
+def test_asking_stopping_retrying_and_exporting_with_the_keyboard_alone(app, browser):
+    page = open_page(browser, app)
+    try:
+        assert page.evaluate(FOCUSED) == "message", "the message box has the focus on load"
+        passed = tab_until(page, "model-spec")
+        order = first_seen(passed, ["send", "stop", "retry", "undo", "persona-picker",
+                                    "model-picker"])
+        assert order == sorted(order), passed
+        page.keyboard.type("slow")
+        tab_until(page, "message", back=True)
+        page.keyboard.type("Wait for me")
+        GO.set()
+        page.keyboard.press("Enter")
+        page.get_by_text("Tool: wait").first.wait_for()
+        page.keyboard.press("Tab")  # Send is disabled while the reply runs: Stop is next
+        assert page.evaluate(FOCUSED) == "stop"
+        assert page.evaluate("document.activeElement.matches(':focus-visible') && "
+                             "parseFloat(getComputedStyle(document.activeElement)"
+                             ".outlineWidth) >= 2"), "the focus is not visible"
+        page.keyboard.press("Enter")
+        page.get_by_text("Stopped. This reply was discarded").first.wait_for()
+        assert page.evaluate(FOCUSED) == "message", "the focus went back to the message box"
+        tab_until(page, "retry", limit=5)
+        page.keyboard.press("Enter")
+        page.get_by_text("Done waiting.").first.wait_for()
+        page.wait_for_function("!document.querySelector('#export-md').disabled")
+        tab_until(page, "export-md", limit=10)
+        with page.expect_download() as download:
+            page.keyboard.press("Enter")
+        exported = Path(download.value.path()).read_text(encoding="utf-8")
+        assert "Wait for me" in exported and "Done waiting." in exported
+    finally:
+        page.context.close()

@@ -1,0 +1,1 @@
+"""Privacy by design: normalisation, detection, redaction, consent, erasure (docs/privacy.md)."""
