@@ -23,7 +23,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from treadwise.agent import Agent, TextDelta
 from treadwise.agent.prompts import build_system_prompt
-from treadwise.models import local_prompts, resolve_model
+from treadwise.models import ModelSettings, local_prompts, resolve_model
 from treadwise.models.llamacpp import Constraint, Generation, Sampling, _threads, engine
 from treadwise.models.tool_grammar import arguments_grammar, quote_grammar
 from treadwise.personas import get_persona
@@ -60,7 +60,7 @@ def ours(agent: Agent, question: str, thread: str) -> tuple[float, float, str]:
     """(seconds to the first streamed text, tokens per second after it, the answer)."""
     started = time.perf_counter()
     first = last = None
-    for event in agent.stream(question, thread_id=thread, model=SPEC):
+    for event in agent.stream(question, agent.request(thread_id=thread, model=SPEC)):
         if isinstance(event, TextDelta):
             last = time.perf_counter()
             first = first or last
@@ -148,7 +148,7 @@ def main() -> None:
     from llama_cpp import Llama
 
     settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="tw-bench-")), timeout_s=600)
-    model = resolve_model(SPEC, settings=settings).model_copy(update={"max_tokens": MAX_TOKENS})
+    model = resolve_model(SPEC, ModelSettings(max_tokens=MAX_TOKENS).reached_by(settings))
     # Prose: no tools bound, so every question is one answer step.
     agent = Agent(settings, tools=[], models={SPEC: model})
     system = SystemMessage(build_system_prompt(get_persona("friendly")))

@@ -31,6 +31,7 @@ from treadwise.models.offline import OfflineModel
 from treadwise.personas import get_persona
 from treadwise.rules.dialogue import STATE_KEY
 from treadwise.settings import Settings
+from treadwise.tools import artifacts
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "experiments" / "scenarios" / "default.yaml"
@@ -59,9 +60,11 @@ class OfflineMirror:
         self.model = OfflineModel()
         self.persona = get_persona("friendly")
         self.count = count
-        # The offline model keeps its dialogue state on its replies; over HTTP it is lost, so
-        # the brain remembers it by the reply's text and puts it back on the way in.
+        # The offline model keeps its dialogue state on its replies, and reads what the tools
+        # found from their artifacts; over HTTP both are lost, so the brain remembers them by
+        # the reply's (the tool result's) text and puts them back on the way in.
         self.states: dict[str, Any] = {}
+        self.found: dict[str, Any] = {}
         self.input_tokens: list[int] = []
 
     def __call__(self, request: dict[str, Any]) -> Reply:
@@ -107,6 +110,7 @@ class OfflineMirror:
             elif role == "tool":
                 call_id = message["tool_call_id"]
                 out.append(ToolMessage(content, tool_call_id=call_id, name=names.get(call_id),
+                                       artifact=self.found.get(content),
                                        status="error" if content.startswith("Error") else
                                        "success"))
         return out
@@ -116,19 +120,30 @@ def run(mode: str, scenarios: list[dict[str, Any]], count: Callable[[str], int],
         data_dir: Path) -> dict[str, Any]:
     """Every scenario through openai: with this routing mode; what the server received."""
     mirror = OfflineMirror(count)
+    worded = artifacts.for_model
+
+    def remembered(found: Any) -> str:
+        text = worded(found)
+        mirror.found[text] = found
+        return text
+
+    artifacts.for_model = remembered
     with OpenAIServer(mirror) as server:
         os.environ["OPENAI_BASE_URL"] = server.url + "/v1"
         os.environ["OPENAI_API_KEY"] = "sk-loopback-benchmark"
         agent = Agent(Settings(data_dir=data_dir / mode, timeout_s=30))
         recorded, tools = [], 0
-        for scenario in scenarios:
-            for message in scenario["turns"]:
-                result = agent.run(message, model=MODEL, routing=mode,
-                                   thread_id=f"{mode}-{scenario['id']}")
-                if result.error is not None:
-                    raise SystemExit(f"{scenario['id']}: {result.error.message}")
-                recorded += [c.request_bytes for c in result.calls.per_call]
-                tools += len(result.tool_calls)
+        try:
+            for scenario in scenarios:
+                for message in scenario["turns"]:
+                    result = agent.run(message, model=MODEL, routing=mode,
+                                       thread_id=f"{mode}-{scenario['id']}")
+                    if result.error is not None:
+                        raise SystemExit(f"{scenario['id']}: {result.error.message}")
+                    recorded += [c.request_bytes for c in result.calls.per_call]
+                    tools += len(result.tool_calls)
+        finally:
+            artifacts.for_model = worded
         if recorded != server.sizes:
             raise SystemExit("the per-call records disagree with what the server received")
         return {"bytes": list(server.sizes), "tokens": mirror.input_tokens, "tools": tools}

@@ -10,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 FIELDS = {"answer", "persona", "model", "temperature", "thread_id", "iterations", "llm_calls",
           "tool_calls", "artifacts", "latency_s", "usage", "stopped_by_cap", "error", "routing",
-          "calls"}
+          "calls", "erased"}
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -35,7 +37,11 @@ def test_integral_through_the_cli(data_dir):
     assert "9" in data["answer"]
     names = [call["name"] for call in data["tool_calls"]]
     assert "integrate" in names and "plot_area" in names
-    assert all(set(call) == {"name", "args", "result", "error"} for call in data["tool_calls"])
+    assert all(set(call) == {"name", "args", "result", "error", "artifact"}
+               for call in data["tool_calls"])
+    found = next(call["artifact"] for call in data["tool_calls"] if call["name"] == "integrate")
+    assert (found["operation"], found["exact"], found["operands"]["upper"]) == ("integrate", "9",
+                                                                               "3")
     png = Path(data["artifacts"][0])
     assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
     assert png.resolve().is_relative_to(data_dir.resolve())
@@ -104,6 +110,22 @@ def test_bad_arguments_exit_2():
     assert cli("chat", "--temperature", "hot", "hi").returncode == 2
     assert cli("chat", "--model", "nonsense", "hi").returncode == 2
     assert cli("chat").returncode == 2
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("--temperature", "5"), "The temperature must be a number from 0 to 2 (got 5.0)."),
+    (("--strategy", "tree-of-thought"), "There is no strategy 'tree-of-thought'"),
+    (("--routing", "maybe"), "Routing must be one of on, compact, off (got 'maybe')."),
+    (("--persona", "grumpy"), "There is no persona 'grumpy'; pick one of friendly"),
+])
+def test_a_value_the_turn_cannot_use_is_one_line_and_exit_2(args, said):
+    plain = cli("chat", *args, "hi")
+    assert plain.returncode == 2 and said in plain.stderr
+    assert len(plain.stderr.strip().splitlines()) == 1 and "Traceback" not in plain.stderr
+    as_json = cli("chat", "--json", *args, "hi")
+    assert as_json.returncode == 2 and "Traceback" not in as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert set(data) == FIELDS and said in data["error"]["message"]
 
 
 def test_input_over_the_limit_is_refused(data_dir):

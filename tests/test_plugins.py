@@ -13,6 +13,7 @@ from experiments.define.checks import CHECKS, CheckError, validate
 from experiments.define.outcome import CHECK_KINDS
 from tests.support.distributions import install_distribution
 from treadwise.agent.strategies import REGISTRY, get_strategy, strategy_names
+from treadwise.models import ModelSettings
 from treadwise.models.registry import MODELS, find_provider, resolve_model
 from treadwise.plugins import Registry, declared, load
 from treadwise.tools import TOOLSETS
@@ -26,8 +27,8 @@ from experiments.analyse.charts import chart, empty
 from experiments.define.outcome import check
 
 
-def echo_model(model, temperature, settings, env, seed):
-    return ("echo", model, temperature)
+def echo_model(spec, settings):
+    return ("echo", spec.model, settings.temperature)
 
 
 @check("answer_short", required=("max",))
@@ -86,7 +87,7 @@ def test_an_installed_project_reads_its_built_ins_from_its_metadata(
 
 def test_a_model_provider_plugs_in_through_its_entry_point(installed_plugin) -> None:
     assert find_provider("echo") is not None
-    assert resolve_model("echo:any", temperature=0.5) == ("echo", "any", 0.5)
+    assert resolve_model("echo:any", ModelSettings(temperature=0.5)) == ("echo", "any", 0.5)
 
 
 def test_a_check_kind_plugs_in_and_is_validated_like_a_built_in(installed_plugin) -> None:

@@ -12,16 +12,6 @@ EXIT_OK, EXIT_PROVIDER, EXIT_USAGE = 0, 1, 2
 USAGE_ERRORS = {"config", "input_rejected"}
 
 
-def _temperature(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"temperature must be a number, got {raw!r}") from None
-    if not 0.0 <= value <= 2.0:
-        raise argparse.ArgumentTypeError("temperature must be between 0 and 2")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
     from treadwise.models import default_spec
@@ -33,18 +23,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     chat = commands.add_parser("chat", help="send one message and print the answer")
-    chat.add_argument("--persona", default=DEFAULT_PERSONA, choices=list(load_personas()))
+    chat.add_argument("--persona", default=DEFAULT_PERSONA,
+                      help=f"one of {', '.join(load_personas())} (default: {DEFAULT_PERSONA})")
     chat.add_argument("--model", default=default_spec(),
                       help="offline (rule-based, the default), local:smollm2 or "
                       "local:/path/to/model.gguf (llama.cpp), openai:MODEL, "
                       "google_genai:MODEL, or any provider:model init_chat_model knows")
-    chat.add_argument("--temperature", type=_temperature, default=0.0)
-    chat.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=strategy_names(),
-                      help="how the turn thinks (default: react, the reason/tools loop)")
+    chat.add_argument("--temperature", type=float, default=0.0, help="from 0 to 2")
+    chat.add_argument("--strategy", default=DEFAULT_STRATEGY,
+                      help=f"how the turn thinks: {', '.join(strategy_names())} (default: "
+                      "react, the reason/tools loop)")
     chat.add_argument("--seed", type=int, default=None,
                       help="sampling seed (local and OpenAI models; the offline model's "
                       "phrasing above temperature 0)")
-    chat.add_argument("--routing", default=None, choices=ROUTING_MODES,
+    chat.add_argument("--routing", default=None, metavar="{" + ",".join(ROUTING_MODES) + "}",
                       help="on: each call binds only the tools the message needs, with a "
                       "compact prompt; compact: the compact prompt, every tool; off: every "
                       "tool and the business profile in the prompt (default: "
@@ -72,12 +64,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    """One turn: the arguments become one TurnRequest, checked once here (exit 2 when a value
+    cannot be used, as JSON with --json), then the agent runs it."""
     from treadwise.agent import Agent
+    from treadwise.agent.request import InvalidRequest, TurnRequest
+    from treadwise.agent.turn_events import refused
+    from treadwise.settings import Settings
 
-    agent = Agent()
-    result = agent.run(args.message, thread_id=args.thread, persona=args.persona,
-                       model=args.model, temperature=args.temperature, seed=args.seed,
-                       strategy=args.strategy, routing=args.routing)
+    settings = Settings.from_env()
+    try:
+        request = TurnRequest.read(persona=args.persona, model=args.model,
+                                   temperature=args.temperature, seed=args.seed,
+                                   strategy=args.strategy, routing=args.routing,
+                                   thread_id=args.thread, personas_dir=settings.personas_dir)
+    except InvalidRequest as exc:
+        result = refused(exc, persona=args.persona, model=args.model,
+                         thread_id=args.thread or "")
+    else:
+        result = Agent(settings).run(args.message, request)
     code = EXIT_OK
     if result.error is not None:
         code = EXIT_USAGE if result.error.type in USAGE_ERRORS else EXIT_PROVIDER

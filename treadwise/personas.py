@@ -26,13 +26,13 @@ def _listed(value: Any) -> Any:
 class Persona:
     key: str
     name: str
-    description: str
-    style: str
+    description: str = field(repr=False)
+    style: str = field(repr=False)
     order: int = 100
     show_method: bool = False
-    voice: dict[str, list[str]] = field(default_factory=dict)
+    voice: dict[str, list[str]] = field(default_factory=dict, repr=False)
     # What a judge looks for when the experiment harness grades persona adherence.
-    rubric: str = ""
+    rubric: str = field(default="", repr=False)
 
     def phrases(self, part: str) -> list[str]:
         """The alternatives for one part of a reply; the first is the temperature-0 choice."""

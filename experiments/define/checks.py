@@ -216,6 +216,35 @@ def tool_result_matches(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     return False, f"expected {spec['tool']} result ~/{pattern.pattern}/; got {seen}"
 
 
+@check("tool_found", tag=CAPABILITY, required=("tool",),
+       optional=("value", "tolerance", "outcome"))
+def tool_found(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
+    """Some successful call of `tool` found `value` (its artifact's number, within `tolerance`,
+    absolute, default 1e-6) and/or the `outcome` named (saved, available, solutions, ...),
+    read from the tool's typed artifact, whatever words it gave the model."""
+    turns, missing = _turns(spec, outcome)
+    if missing:
+        return False, missing
+    found = [s.artifact for s in select_steps(turns)
+             if s.name == spec["tool"] and not s.error and getattr(s, "artifact", None)]
+    value, tolerance = spec.get("value"), float(spec.get("tolerance", 1e-6))
+    wanted = spec.get("outcome")
+
+    def matches(artifact: Any) -> bool:
+        number = getattr(artifact, "approx", None)
+        return ((value is None or (number is not None
+                                   and abs(number - float(value)) <= tolerance))
+                and (wanted is None or getattr(artifact, "outcome", None) == wanted))
+
+    expected = " and ".join(part for part in (
+        f"{float(value):g} within {tolerance:g}" if value is not None else "",
+        f"outcome {wanted}" if wanted else "") if part) or "a result"
+    if any(matches(a) for a in found):
+        return True, f"{spec['tool']} found {expected}"
+    seen = "; ".join(short(a.brief() or a.kind, 40) for a in found) or "no successful call"
+    return False, f"expected {spec['tool']} to find {expected}; got {seen}"
+
+
 @check("answer_matches", tag=CAPABILITY, required=("pattern",), turn=LAST_TURN)
 def answer_matches(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
     """The answer matches the regex (case-insensitive search)."""

@@ -100,12 +100,14 @@ def png_artifact(spec: Mapping[str, Any], outcome: Outcome) -> Verdict:
 
 
 def _sources(outcome: Outcome) -> list[str]:
-    """What an answer may repeat: every tool result of the case, the customer's own words, and
-    the business profile (a real phone number or price needs no tool call to be true)."""
+    """What an answer may repeat: what every tool of the case found (its artifact, not the
+    words it gave the model), the customer's own words, and the business profile (a real phone
+    number or price needs no tool call to be true)."""
+    from treadwise.agent.grounding import tool_sources
     from treadwise.agent.prompts import full_business_profile
 
-    results = [s.result or "" for s in select_steps(outcome.turns)]
-    return [*results, *outcome.messages, full_business_profile()]
+    return [*tool_sources(select_steps(outcome.turns)), *outcome.messages,
+            full_business_profile()]
 
 
 @check("grounded", tag=SAFETY)

@@ -21,6 +21,7 @@ from experiments.run.response_cache import CacheTally, ResponseCache
 from experiments.run.response_cache import start_tally as start_cache_tally
 from experiments.store.record import CaseRecord
 from treadwise.agent import Agent
+from treadwise.agent.request import TurnRequest
 from treadwise.settings import Settings
 from treadwise.tools import ToolContext
 
@@ -67,11 +68,12 @@ class ModelPool:
         self._models: dict[tuple[str, float], Any] = {}
 
     def build(self, spec: str, temperature: float) -> Any:
-        from treadwise.models import parse_spec, resolve_model
+        from treadwise.models import ModelSettings, read_spec, resolve_model
 
-        rate = self.grid.rate_limits.get(parse_spec(spec)[0], 0.0) * self.rate_share
-        settings = dataclasses.replace(self.settings, rate_limit_rps=rate)
-        return resolve_model(spec, temperature=temperature, settings=settings)
+        model = read_spec(spec)
+        rate = self.grid.rate_limits.get(model.provider, 0.0) * self.rate_share
+        runtime = dataclasses.replace(self.settings, rate_limit_rps=rate)
+        return resolve_model(model, ModelSettings(temperature=temperature).reached_by(runtime))
 
     def prepare(self, specs: Sequence[str], temperatures: Sequence[float]) -> dict[str, str]:
         """Build every model; return {spec: reason} for those that cannot be used here."""
@@ -258,16 +260,17 @@ class CaseRunner:
         CASE_DIR.set(case_dir)
         agent = worker.agent(cell.variation.system_suffix)
         agent.injected_models[cell.model] = worker.model(cell, case.seed)
-        # Passed only when it is not the default, so agents without strategies run react.
-        options: dict[str, Any] = {} if cell.strategy == DEFAULT_STRATEGY else {
-            "strategy": cell.strategy}
-        if cell.routing:
-            options["routing"] = cell.routing
         try:
+            # The case's one request, checked once: a value that cannot be used is the
+            # case's error row (run() records it), before any turn.
+            request = TurnRequest.read(
+                persona=cell.persona, model=cell.model, temperature=cell.temperature,
+                seed=case.seed, max_tokens=cell.variation.max_tokens or None,
+                strategy=cell.strategy or DEFAULT_STRATEGY, routing=cell.routing or None,
+                thread_id=case.thread_id, personas_dir=agent.settings.personas_dir,
+                models=(cell.model,))
             for message in case.scenario.turns:
-                result = agent.run(message, thread_id=case.thread_id, persona=cell.persona,
-                                   model=cell.model, temperature=cell.temperature,
-                                   seed=case.seed, **options)
+                result = agent.run(message, request)
                 talk.turns.append(result)
                 if result.error is not None:
                     break

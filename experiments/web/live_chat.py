@@ -13,8 +13,10 @@ import gradio as gr
 
 from experiments.live.definition import from_stored
 from experiments.live.store import SCORES
+from treadwise.agent.request import TurnRequest
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
+from treadwise.tools.business_results import InterestResult
 from treadwise.web.access import Access, accept_any
 from treadwise.web.owners import Owners
 from treadwise.web.render import turn_messages
@@ -166,6 +168,13 @@ class LiveChat:
                                    temperature=arm.temperature, strategy=arm.strategy,
                                    arm=(experiment.name, arm.name, visitor))
 
+    def request_for(self, arm: Arm, thread_id: str) -> TurnRequest:
+        """The turn request an arm answers with in the conversation `thread_id` (the
+        side-by-side panel's two arms), checked once like every request."""
+        return TurnRequest.read(persona=arm.persona, model=arm.model,
+                                temperature=arm.temperature, strategy=arm.strategy,
+                                thread_id=thread_id, personas_dir=self.settings.personas_dir)
+
     def record(self, turn: Turn, arm: tuple[str, str, str] | None) -> None:
         """A finished turn's events: it happened, it failed, it recorded a lead."""
         if arm is None:
@@ -175,7 +184,8 @@ class LiveChat:
         if turn.status == "error":
             kinds.append("error")
         if any(step.name == LEAD_TOOL and step.error is None
-               and str(step.result or "").startswith("Saved") for step in turn.steps):
+               and isinstance(step.artifact, InterestResult) and step.artifact.outcome == "saved"
+               for step in turn.steps):
             kinds.append("lead")
         try:
             for kind in kinds:

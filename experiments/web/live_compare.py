@@ -11,12 +11,11 @@ import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from treadwise.errors import redact
+from treadwise.errors import ModelConfigError, redact
 from treadwise.models import display_name
 from treadwise.storage.leads import StoreUnavailable
 from treadwise.web.render import LATEX_DELIMITERS, render, safe_markdown
@@ -51,8 +50,8 @@ class Comparison:
     rounds: list[Round] = field(default_factory=list)
     running: bool = False
 
-    def thread(self, arm: str) -> SimpleNamespace:
-        return SimpleNamespace(thread_id=f"{self.base}-{arm}")
+    def thread(self, arm: str) -> str:
+        return f"{self.base}-{arm}"
 
 
 def new_comparison() -> Comparison:
@@ -118,13 +117,18 @@ class ComparePanel:
             yield *self._view(state), gr.skip(), "No side-by-side experiment is running now."
             return
         arms = experiment.pair(self.rng)
+        try:
+            requests = [self.live.request_for(arm, state.thread(arm.name)) for arm in arms]
+        except ModelConfigError as exc:  # an arm that cannot run here any more
+            yield *self._view(state), gr.skip(), f"This comparison cannot run now: {exc}"
+            return
         turns = tuple(self._hidden_turn(message, arm, n) for n, arm in enumerate(arms, 1))
         state.rounds.append(Round(experiment.name, arms, turns))  # type: ignore[arg-type]
         state.running = True
         try:
             yield *self._view(state), "", ""
-            for arm, shown in zip(arms, turns, strict=True):
-                for _ in self.tab.follow(shown, state.thread(arm.name), arm.strategy):
+            for arm, shown, asked in zip(arms, turns, requests, strict=True):
+                for _ in self.tab.follow(shown, asked):
                     yield *self._view(state), gr.skip(), gr.skip()
                 self.live.record(shown, (experiment.name, arm.name, self.live.visitor(session)))
         finally:

@@ -31,7 +31,7 @@ def memory(agent: Agent, thread: str = "T") -> list[tuple[str, str]]:
 def test_a_turn_read_to_its_end_is_kept(agent):
     agent, model = agent
     model.script[:] = [AIMessage("Second answer.")]
-    events = list(agent.stream("Keep me too", thread_id="T", model="scripted"))
+    events = list(agent.stream("Keep me too", agent.request(thread_id="T", model="scripted")))
     assert events[-1].result.error is None
     assert memory(agent)[-2:] == [("human", "Keep me too"), ("ai", "Second answer.")]
 
@@ -60,7 +60,7 @@ def test_closing_the_stream_early_is_a_stop_that_leaves_memory_as_it_was(agent, 
     agent, model = agent
     before = memory(agent)
     model.script[:] = [call("lookup", term="tread"), AIMessage("Tread is the rubber.")]
-    stream = agent.stream("Stop me", thread_id="T", model="scripted")
+    stream = agent.stream("Stop me", agent.request(thread_id="T", model="scripted"))
     for event in stream:
         if isinstance(event, stop_at):
             break
@@ -84,7 +84,7 @@ def test_a_stop_while_the_model_is_still_answering_takes_effect_when_it_returns(
         return AIMessage("Too late.")
 
     model.script[:] = [slow]
-    stream = agent.stream("Slow one", thread_id="T", model="scripted")
+    stream = agent.stream("Slow one", agent.request(thread_id="T", model="scripted"))
     seen: list[object] = []
     worker = threading.Thread(target=lambda: seen.append(next(stream)))
     worker.start()

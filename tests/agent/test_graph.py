@@ -63,7 +63,8 @@ def test_a_normal_turn_is_not_marked_as_capped(data_dir):
     assert result.stopped_by_cap is False
     assert (result.llm_calls, result.iterations) == (2, 2)
     assert result.tool_calls[0].public() == {"name": "lookup", "args": {"term": "rim"},
-                                             "result": "rim means a thing", "error": None}
+                                             "result": "rim means a thing", "error": None,
+                                             "artifact": None}
 
 
 def test_arguments_that_are_not_json_reach_the_model_as_an_error(data_dir):
@@ -161,7 +162,8 @@ def test_undo_removes_the_last_turn(data_dir):
 
 def test_stream_yields_tool_steps_then_the_result(data_dir):
     model = ScriptedModel(script=[call("lookup", term="tread"), AIMessage("Tread grips.")])
-    events = list(make_agent(data_dir, model).stream("define", model="scripted"))
+    agent = make_agent(data_dir, model)
+    events = list(agent.stream("define", agent.request(model="scripted")))
     kinds = [type(e) for e in events]
     assert kinds.index(ToolStarted) < kinds.index(ToolFinished) < kinds.index(TurnFinished)
     finished = next(e for e in events if isinstance(e, ToolFinished)).step

@@ -254,8 +254,8 @@ def test_self_consistency_k_approaches_and_budget_are_settings(data_dir):
 @pytest.mark.parametrize("strategy", ["react", "plan-verify", "think-write", "self-consistency"])
 def test_every_strategy_runs_on_the_offline_model(data_dir, strategy):
     agent = Agent(Settings(data_dir=data_dir), toolsets=("math", "business"))
-    events = list(agent.stream("Add 5 and 4, then square the result", model="offline",
-                               strategy=strategy, persona="technical"))
+    asked = agent.request(model="offline", strategy=strategy, persona="technical")
+    events = list(agent.stream("Add 5 and 4, then square the result", asked))
     result = events[-1].result
     assert result.error is None and "81" in result.answer
     assert result.llm_calls <= get_strategy(strategy).budget
@@ -311,9 +311,9 @@ def test_the_chat_tab_runs_the_picked_strategy_and_shows_its_stages(data_dir):
                                      "offline", "", 0.0, "think-write", api_name="/send")
     titles = [(m.get("metadata") or {}).get("title") or "" for m in chatbot]
     thoughts = [t for t in titles if t.startswith("Thought (private")]
-    assert len(thoughts) == 3 and "Tool: add" in titles and "Stage: write" in titles
+    assert len(thoughts) == 3 and "Tool: add \u00b7 = 9" in titles and "Stage: write" in titles
     # The thoughts come before the tool they led to, and the answer comes last.
-    assert titles.index(thoughts[0]) < titles.index("Tool: add")
+    assert titles.index(thoughts[0]) < titles.index("Tool: add \u00b7 = 9")
     answer = chat_text(chatbot[-1:])
     assert "81" in answer and "The customer asks" not in answer
 
@@ -350,7 +350,7 @@ def test_a_provider_failure_in_any_stage_is_one_friendly_error(data_dir, strateg
 def test_an_unknown_strategy_is_a_clear_error_before_any_model_call(data_dir):
     model = ScriptedModel(script=[AIMessage("never")])
     result = run(data_dir, model, "tree-of-thought")
-    assert result.error.type == "config" and "unknown strategy" in result.error.message
+    assert result.error.type == "config" and "no strategy 'tree-of-thought'" in result.error.message
     assert model.calls == []
 
 

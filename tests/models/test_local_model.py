@@ -15,7 +15,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from treadwise.agent import Agent, TextDelta, TurnFinished
 from treadwise.agent.prompts import build_system_prompt
-from treadwise.models import available_specs, label, resolve_model
+from treadwise.models import ModelSettings, available_specs, label, resolve_model
 from treadwise.models.llamacpp import engine
 from treadwise.models.local import model_path
 from treadwise.models.local_turn import LocalTurn
@@ -32,8 +32,8 @@ MAX_TOKENS = 24
 
 @pytest.fixture(scope="module")
 def local(local_model):
-    model = resolve_model(SPEC, settings=Settings(timeout_s=180),
-                          env={"TREADWISE_LOCAL_MAX_TOKENS": str(MAX_TOKENS)})
+    model = resolve_model(SPEC, ModelSettings(max_tokens=MAX_TOKENS).reached_by(
+        Settings(timeout_s=180)))
     model.warm()
     return model
 
@@ -111,7 +111,8 @@ def test_eight_concurrent_turns_share_the_model_and_none_corrupts_another(plain_
 
 
 def test_replies_stream_token_by_token_and_add_up_to_the_answer(plain_agent):
-    events = list(plain_agent.stream("Describe a tire in one sentence.", model=SPEC))
+    asked = plain_agent.request(model=SPEC)
+    events = list(plain_agent.stream("Describe a tire in one sentence.", asked))
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
     result = events[-1].result
     assert isinstance(events[-1], TurnFinished) and result.error is None
@@ -236,16 +237,16 @@ def test_the_real_openai_client_completes_turns_against_llama_cpp_server(llama_s
                                                                          monkeypatch, data_dir):
     monkeypatch.setenv("OPENAI_BASE_URL", llama_server)
     settings = Settings(data_dir=data_dir, timeout_s=120)
-    chat = resolve_model("openai:smollm2", settings=settings).model_copy(
-        update={"max_tokens": MAX_TOKENS})
+    chat = resolve_model("openai:smollm2",
+                         ModelSettings(max_tokens=MAX_TOKENS).reached_by(settings))
     agent = Agent(settings, toolsets=("business",), models={"openai:smollm2": chat},
                   system_prompt=lambda persona: f"You are the {persona.name} of TreadWise "
                                                 "Tire Co. Keep answers short.")
     plain = agent.run("hello", thread_id="server", model="openai:smollm2")
     assert plain.error is None and plain.answer.strip()
     assert 0 < plain.usage["output_tokens"] <= MAX_TOKENS  # the token limit reached the server
-    events = list(agent.stream("What tires do you sell?", thread_id="server",
-                               model="openai:smollm2"))
+    asked = agent.request(thread_id="server", model="openai:smollm2")
+    events = list(agent.stream("What tires do you sell?", asked))
     result = events[-1].result
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
     assert result.error is None and 3 < len(deltas) <= MAX_TOKENS

@@ -9,7 +9,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from treadwise.agent.prompts import build_system_prompt
 from treadwise.command_line import main
-from treadwise.models import resolve_model
+from treadwise.models import ModelSettings, resolve_model
 from treadwise.personas import get_persona
 from treadwise.settings import Settings
 from treadwise.tools import ToolContext, get_tools
@@ -62,8 +62,8 @@ def test_constrained_calls_name_only_bound_tools_with_arguments_their_schemas_ac
         routing = "none" if i % 2 else "tool"
         temperature = 1.0 if i // 2 % 2 else 0.0
         model = resolve_model(f"local:smollm2?decoding=constrained&routing={routing}",
-                              temperature=temperature, seed=i, settings=Settings(timeout_s=300),
-                              env={"TREADWISE_LOCAL_MAX_TOKENS": "8"})
+                              ModelSettings(temperature=temperature, seed=i, max_tokens=8)
+                              .reached_by(Settings(timeout_s=300)))
         reply = model.bind_tools(list(tools.values())).invoke([system, HumanMessage(prompt)])
         assert not reply.invalid_tool_calls, (prompt, reply.invalid_tool_calls)
         for call in reply.tool_calls:

@@ -9,12 +9,23 @@ import pytest
 from tests.support.loopback import GeminiServer, OpenAIServer, Reply, scripted, tool_then_answer
 from treadwise.agent import Agent, TextDelta, TurnFinished
 from treadwise.errors import ModelConfigError
-from treadwise.models import available_specs, parse_spec, resolve_model
+from treadwise.models import (
+    ModelSettings,
+    ModelSpec,
+    available_specs,
+    parse_spec,
+    resolve_model,
+)
 from treadwise.models.local import bundled_specs
 from treadwise.models.registry import build_passthrough
 from treadwise.settings import Settings
 
 HOURS = tool_then_answer("get_business_info", {"topic": "hours"})
+
+
+def reached(environment: dict[str, str]) -> ModelSettings:
+    """Default model settings, in a process whose environment is `environment`."""
+    return ModelSettings().reached_by(Settings(environment=environment))
 
 
 @pytest.fixture
@@ -39,7 +50,7 @@ def gemini_server(monkeypatch):
 
 
 def run_streaming(agent: Agent, message: str, **kwargs):
-    events = list(agent.stream(message, **kwargs))
+    events = list(agent.stream(message, agent.request(**kwargs)))
     assert isinstance(events[-1], TurnFinished)
     return events, events[-1].result
 
@@ -104,10 +115,12 @@ def test_providers_are_built_with_an_explicit_timeout(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-123456")
     monkeypatch.setenv("GOOGLE_API_KEY", "AIza-test-key")
     settings = Settings(timeout_s=7)
-    openai = resolve_model("openai:gpt-4o-mini", settings=settings)
+    asked = ModelSettings(temperature=0.3, seed=5, max_tokens=40).reached_by(settings)
+    openai = resolve_model("openai:gpt-4o-mini", asked)
     assert openai.request_timeout == 7 and openai.max_retries == 0
-    gemini = resolve_model("google_genai:gemini-2.0-flash", settings=settings)
-    assert gemini.timeout == 7
+    assert (openai.temperature, openai.seed, openai.max_tokens) == (0.3, 5, 40)
+    gemini = resolve_model("google_genai:gemini-2.0-flash", asked)
+    assert gemini.timeout == 7 and (gemini.seed, gemini.max_output_tokens) == (5, 40)
 
 
 @pytest.mark.parametrize(("spec", "variable"), [
@@ -116,7 +129,7 @@ def test_providers_are_built_with_an_explicit_timeout(monkeypatch):
 ])
 def test_a_missing_key_is_one_clear_line(spec, variable):
     with pytest.raises(ModelConfigError) as info:
-        resolve_model(spec, env={})
+        resolve_model(spec, reached({}))
     message = str(info.value)
     assert message.startswith(variable) and "\n" not in message
 
@@ -124,10 +137,10 @@ def test_a_missing_key_is_one_clear_line(spec, variable):
 def test_a_missing_package_names_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "langchain_openai", None)
     with pytest.raises(ModelConfigError, match="pip install langchain-openai"):
-        resolve_model("openai:gpt-4o-mini", env={"OPENAI_API_KEY": "sk-x"})
+        resolve_model("openai:gpt-4o-mini", reached({"OPENAI_API_KEY": "sk-x"}))
     with pytest.raises(ModelConfigError, match="langchain-anthropic"):
         monkeypatch.setitem(sys.modules, "langchain_anthropic", None)
-        resolve_model("anthropic:claude-sonnet-4-5", env={})
+        resolve_model("anthropic:claude-sonnet-4-5", reached({}))
 
 
 def test_specs_parse_and_bad_ones_are_explained():
@@ -183,10 +196,11 @@ def test_every_provider_retries_in_our_transport_only(openai_server, monkeypatch
     """One retry layer: a provider reached through init_chat_model gets the same retrying HTTP
     clients, with its SDK's retries off (three 503s are three requests, not nine)."""
     openai_server.brain = scripted(Reply(status=503))
-    chat = build_passthrough("openai", "gpt-4o-mini", 0.0, Settings(timeout_s=5))
+    chat = build_passthrough(ModelSpec("openai", "gpt-4o-mini"),
+                             ModelSettings().reached_by(Settings(timeout_s=5)))
     assert chat.max_retries == 0
     with pytest.raises(Exception, match="503|Service Unavailable|InternalServerError"):
         chat.invoke("hours?")
     assert len(openai_server.requests) == 3 and retry_waits == [0.5, 1.0]  # backing off
-    gemini = resolve_model("google_genai:gemini-2.0-flash", env={"GOOGLE_API_KEY": "AIza-x"})
+    gemini = resolve_model("google_genai:gemini-2.0-flash", reached({"GOOGLE_API_KEY": "AIza-x"}))
     assert gemini.max_retries == 1  # google-genai counts attempts: one, no SDK retries

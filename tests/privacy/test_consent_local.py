@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from treadwise.agent import Agent
-from treadwise.models import resolve_model
+from treadwise.models import ModelSettings, resolve_model
 from treadwise.settings import Settings
 from treadwise.storage.sqlite import Store
 
@@ -35,8 +35,7 @@ AT_REST = [
 
 @pytest.fixture(scope="module")
 def local(local_model):
-    model = resolve_model(SPEC, settings=Settings(timeout_s=180),
-                          env={"TREADWISE_LOCAL_MAX_TOKENS": "24"})
+    model = resolve_model(SPEC, ModelSettings(max_tokens=24).reached_by(Settings(timeout_s=180)))
     model.warm()
     return model
 

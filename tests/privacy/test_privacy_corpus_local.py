@@ -10,7 +10,7 @@ import pytest
 
 from tests.privacy.corpus_runner import PERSONAS, load_corpus, run_corpus, sample
 from treadwise.agent import Agent
-from treadwise.models import resolve_model
+from treadwise.models import ModelSettings, resolve_model
 from treadwise.settings import Settings
 
 SPEC = "local:smollm2"
@@ -19,8 +19,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def local(local_model):
-    model = resolve_model(SPEC, settings=Settings(timeout_s=180),
-                          env={"TREADWISE_LOCAL_MAX_TOKENS": "24"})
+    model = resolve_model(SPEC, ModelSettings(max_tokens=24).reached_by(Settings(timeout_s=180)))
     model.warm()
     return model
 

@@ -164,7 +164,7 @@ def test_64_concurrent_hard_jobs_from_16_sessions_wait_their_turn_instead_of_bus
         def job(n: int) -> None:
             try:
                 outcomes.append(engine.run(SLOW["op"], session=f"s{n % 16}",
-                                           expression=SLOW["expression"]))
+                                           expression=SLOW["expression"]).statement)
             except MathError as exc:
                 outcomes.append(f"{type(exc).__name__}: {exc}")
 

@@ -8,8 +8,9 @@ from treadwise.safemath.jobs import run_job
 
 
 def run(program: str) -> tuple[str, str]:
-    status, text, _ = run_job("run_program", {"program": program}, 5.0)
-    return status, text
+    """(status, the program's statement or the error) of a program run in this process."""
+    status, found, _ = run_job("run_program", {"program": program}, 5.0)
+    return status, found.statement if status == "ok" else found
 
 
 def test_a_program_shows_each_assignment_and_its_result():

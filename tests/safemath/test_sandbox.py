@@ -63,7 +63,7 @@ def test_a_fast_job_answers_while_four_slow_ones_run(engine: MathEngine) -> None
 
     def slow(name: str) -> None:
         try:
-            outcomes.append(engine.run("integrate", expression=SLOW))
+            outcomes.append(engine.run("integrate", expression=SLOW).statement)
         except MathError as exc:
             outcomes.append(str(exc))
         finished[name] = time.monotonic()
@@ -72,7 +72,7 @@ def test_a_fast_job_answers_while_four_slow_ones_run(engine: MathEngine) -> None
     for thread in threads:
         thread.start()
     assert eventually(lambda: engine.admission.running() == 4)  # every slow job holds a worker
-    assert engine.run("calculate", expression="2+2") == "2+2 = 4"
+    assert engine.run("calculate", expression="2+2").statement == "2+2 = 4"
     fast_done = time.monotonic()
     for thread in threads:
         thread.join()
@@ -86,7 +86,7 @@ def test_a_killed_worker_is_replaced(engine: MathEngine) -> None:
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
     assert all(gone(pid) for pid in victims)  # reaped, not left as zombies
-    assert engine.run("calculate", expression="6*7") == "6*7 = 42"
+    assert engine.run("calculate", expression="6*7").statement == "6*7 = 42"
     assert not set(victims) & set(engine.worker_pids())
     assert eventually(lambda: len(engine.worker_pids()) >= engine.min_workers)
 
@@ -104,7 +104,7 @@ def test_a_job_past_the_timeout_is_killed_and_the_next_call_works(single: MathEn
     with pytest.raises(MathTimeoutError, match=r"took too long \(over 1 s\)"):
         single.run("calculate", expression="2+2")
     assert gone(stuck)  # the timeout is enforced by killing the worker, not by abandoning it
-    assert single.run("calculate", expression="2+3") == "2+3 = 5"
+    assert single.run("calculate", expression="2+3").statement == "2+3 = 5"
 
 
 def test_a_full_pool_queues_callers_until_a_worker_is_free(single: MathEngine) -> None:
@@ -119,7 +119,7 @@ def test_a_full_pool_queues_callers_until_a_worker_is_free(single: MathEngine) -
     thread = threading.Thread(target=slow)
     thread.start()
     assert eventually(lambda: single.admission.running() == 1)  # the slow job has the worker
-    assert single.run("calculate", expression="3*3") == "3*3 = 9"
+    assert single.run("calculate", expression="3*3").statement == "3*3 = 9"
     thread.join()
     assert refused and len(single.worker_pids()) == 1
 
@@ -128,7 +128,7 @@ def test_concurrent_callers_each_get_their_own_answer(engine: MathEngine) -> Non
     answers: dict[int, str] = {}
 
     def ask(n: int) -> None:
-        answers[n] = engine.run("calculate", expression=f"{n}*{n}")
+        answers[n] = engine.run("calculate", expression=f"{n}*{n}").statement
 
     threads = [threading.Thread(target=ask, args=(n,)) for n in range(16)]
     for thread in threads:
@@ -143,7 +143,7 @@ def test_shutdown_leaves_no_processes_behind() -> None:
     me = psutil.Process()
     before = {child.pid for child in me.children(recursive=True)}
     engine = MathEngine(timeout_s=2.0).start()
-    assert engine.run("calculate", expression="1+2") == "1+2 = 3"
+    assert engine.run("calculate", expression="1+2").statement == "1+2 = 3"
     started = {child.pid for child in me.children(recursive=True)} - before
     assert len(started) >= 3  # the template and two warm workers
     engine.shutdown()
@@ -160,7 +160,7 @@ def test_a_forked_child_leaves_the_parents_workers_alone(engine: MathEngine) -> 
         os._exit(0 if get_engine() is not engine else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert engine.run("calculate", expression="2+2") == "2+2 = 4"
+    assert engine.run("calculate", expression="2+2").statement == "2+2 = 4"
 
 
 def test_the_timeout_comes_from_the_environment() -> None:
@@ -195,4 +195,4 @@ def test_random_text_through_the_worker_answers_or_refuses(engine: MathEngine, t
     except MathError as exc:
         assert str(exc) and "Traceback" not in str(exc)
     else:
-        assert isinstance(result, str) and " = " in result
+        assert isinstance(result.statement, str) and " = " in result.statement

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from treadwise.models.spec import ModelSettings, ModelSpec
 from treadwise.settings import Settings, child_environment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,8 +32,8 @@ def use_scripted(monkeypatch: pytest.MonkeyPatch, **models: Any) -> None:
     """Make the spec "scripted:NAME" answer with models[NAME] (a ScriptedModel)."""
     from treadwise import models as registry
 
-    def build(model: str, temperature: float, settings: Settings, env: Any, seed: Any) -> Any:
-        return models[model]
+    def build(spec: ModelSpec, settings: ModelSettings) -> Any:
+        return models[spec.model]
 
     monkeypatch.setitem(registry.PROVIDERS, "scripted", build)
 

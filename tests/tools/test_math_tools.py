@@ -38,7 +38,7 @@ def tools(engine: MathEngine, data_dir: Path) -> dict[str, BaseTool]:
 
 
 def value_of(result: str) -> float:
-    """How the offline model reads a result: after the last "=", the "≈" decimal if any."""
+    """How a language model reads a result: after the last "=", the "≈" decimal if any."""
     tail = result.rsplit("=", 1)[-1]
     return float(tail.rsplit("≈", 1)[-1])
 
@@ -79,6 +79,49 @@ def test_problems_are_answered_exactly(tools: dict[str, BaseTool], problem: Prob
 def test_results_end_with_a_value_the_model_can_chain(tools: dict[str, BaseTool], tool: str,
                                                       args: dict, expected: float) -> None:
     assert value_of(tools[tool].invoke(args)) == expected
+
+
+@pytest.mark.parametrize(("tool", "args", "exact", "approx"), [
+    ("add", {"a": 0.1, "b": 0.2}, "0.3", 0.3),
+    ("divide", {"a": 1, "b": 3}, "1/3", 1 / 3),
+    ("square_root", {"x": 8}, "2*sqrt(2)", 8 ** 0.5),
+    ("integrate", {"expression": "x^2", "lower": "0", "upper": "3"}, "9", 9.0),
+    ("solve_equation", {"equation": "2x + 3 = 7"}, "2", 2.0),
+    ("run_program", None, "81", 81.0),
+])
+def test_the_artifact_holds_what_was_computed_and_its_values(
+        tools: dict[str, BaseTool], engine: MathEngine, data_dir: Path, tool: str,
+        args: dict | None, exact: str, approx: float) -> None:
+    from treadwise.tools.math import program_tools
+
+    if tool == "run_program":
+        tools = {t.name: t for t in program_tools(ToolContext(data_dir, math_engine=engine))}
+        args = {"program": "a = 5 + 4\nb = a**2\nb"}
+    message = tools[tool].invoke({"type": "tool_call", "id": "c1", "name": tool, "args": args})
+    found = message.artifact
+    assert (found.operation, found.exact, found.outcome) == (tool, exact, "value"
+                                                             if tool != "solve_equation"
+                                                             else "solutions")
+    assert found.approx == pytest.approx(approx)
+    assert {name: found.operands[name] for name in args} == args
+    assert message.content == found.statement
+
+
+def test_formulas_and_several_solutions_are_kept_apart_from_values(
+        tools: dict[str, BaseTool]) -> None:
+    def artifact(tool: str, **args: object) -> object:
+        return tools[tool].invoke({"type": "tool_call", "id": "c", "name": tool,
+                                   "args": args}).artifact
+
+    derivative = artifact("differentiate", expression="x^3 + 2x")
+    assert (derivative.outcome, derivative.formula, derivative.exact) == ("formula", "3x^2 + 2",
+                                                                          None)
+    antiderivative = artifact("integrate", expression="x^2")
+    assert antiderivative.formula == "x^3/3" and antiderivative.shown == "x^3/3 + C"
+    roots = artifact("solve_equation", equation="x^2 - 4 = 0")
+    assert (roots.values, roots.exact) == (["-2", "2"], None)
+    huge = artifact("calculate", expression="2**20000")
+    assert huge.exact is None and huge.approx is None and "6021-digit" in huge.statement
 
 
 def test_a_huge_power_prints_sanely(tools: dict[str, BaseTool]) -> None:
@@ -241,7 +284,7 @@ def pixels_near(image: np.ndarray, rgb: tuple[int, int, int], tolerance: float =
 def test_plot_area_saves_a_png_artifact_under_the_data_dir(tools: dict[str, BaseTool],
                                                           data_dir: Path) -> None:
     message = plot(tools, "x^2", "0", "3")
-    path = Path(message.artifact)
+    path = Path(message.artifact.file)
     assert path.is_absolute() and path.parent == (data_dir / "plots").resolve()
     assert message.content == "The shaded area is drawn in the attached plot. ∫₀³ x^2 dx = 9"
     data = path.read_bytes()
@@ -251,7 +294,7 @@ def test_plot_area_saves_a_png_artifact_under_the_data_dir(tools: dict[str, Base
     assert pixels_near(image, (31, 119, 180)) > 500  # the curve
     assert pixels_near(image, (188, 214, 233)) > 20_000  # the shaded area
     assert pixels_near(image, (214, 39, 40)) > 200  # the dashed bounds
-    assert plot(tools, "x^2", "0", "3").artifact != message.artifact
+    assert plot(tools, "x^2", "0", "3").artifact.file != message.artifact.file
 
 
 def test_a_plot_is_drawn_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -282,7 +325,7 @@ def test_plot_area_handles_poles(tools: dict[str, BaseTool], expression: str, lo
     message = plot(tools, expression, lower, upper)
     assert says in message.content
     assert "nan" not in message.content.lower()
-    assert Path(message.artifact).read_bytes().startswith(b"\x89PNG")
+    assert Path(message.artifact.file).read_bytes().startswith(b"\x89PNG")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -337,7 +380,7 @@ def test_a_plot_across_the_axis_gives_the_signed_integral_and_the_geometric_area
     message = plot(tools, "x^3", "-2", "2")
     assert message.content.endswith(
         '∫₋₂² x^3 dx = 0. The plot is labelled "Signed integral = 0; geometric area = 8"')
-    assert Path(message.artifact).read_bytes().startswith(b"\x89PNG")
+    assert Path(message.artifact.file).read_bytes().startswith(b"\x89PNG")
     below = plot(tools, "-x", "0", "1").content
     assert below.endswith('labelled "Signed integral = -0.5; geometric area = 0.5"')
     assert plot(tools, "x^2", "0", "3").content.endswith("∫₀³ x^2 dx = 9")  # no second figure

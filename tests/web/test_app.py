@@ -12,6 +12,7 @@ import pytest
 from gradio_client import Client
 from langchain_core.messages import AIMessage
 
+from tests.support.loopback import OpenAIServer, tool_then_answer
 from tests.support.webapp import (
     REPO,
     chat_text,
@@ -170,6 +171,21 @@ def test_errors_read_as_one_line_and_the_conversation_goes_on(monkeypatch: pytes
     assert "Something went wrong (RuntimeError)" in failed
     assert "Traceback" not in failed and "/srv/app.py" not in failed
     assert "Saturday" in after.split("Something went wrong")[-1]
+
+
+def test_the_picked_temperature_reaches_the_provider(monkeypatch: pytest.MonkeyPatch):
+    with OpenAIServer(tool_then_answer("get_business_info", {"topic": "hours"})) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test-key")
+        settings = Settings.from_env()
+        with serve_in_process(settings, Agent(settings, toolsets=("business",))) as url:
+            chatbot, *_ = loopback_client(url).predict(
+                "Opening hours?", "technical", "openai:gpt-4o-mini", "", 0.35, "react",
+                api_name="/send")
+        sent = list(server.requests)
+    assert [r["temperature"] for r in sent] == [0.35, 0.35]
+    assert "Technical Expert" in chat_text(chatbot[-1:]) and "openai:gpt-4o-mini" in chat_text(
+        chatbot[-1:])
 
 
 def test_data_dir_files_dotenv_and_system_files_are_never_served(

@@ -24,6 +24,7 @@ from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, start_c
 from treadwise.agent.echo_guard import EchoWatch, private_answer
 from treadwise.agent.policy import for_customer
 from treadwise.agent.privacy_turn import privacy_answer
+from treadwise.agent.request import InvalidRequest, TurnRequest
 from treadwise.agent.routing import check_mode, group_of, last_user_text, route_turn
 from treadwise.agent.state import TurnContext, turn_input
 from treadwise.agent.strategies import DEFAULT_STRATEGY, get_strategy, recursion_limit
@@ -37,17 +38,18 @@ from treadwise.agent.turn_events import (
     TurnFinished,
     TurnResult,
     record_tool_result,
+    refused,
 )
 from treadwise.conversation import current_turn
 from treadwise.errors import InputRejected, ModelConfigError, classify, redact
-from treadwise.models import display_name, resolve_model
+from treadwise.models import resolve_model
 from treadwise.models.tally import start_tally
-from treadwise.personas import DEFAULT_PERSONA, get_persona
+from treadwise.personas import DEFAULT_PERSONA
 from treadwise.settings import MAX_ITERATIONS, PROVIDER_VARIABLES, Settings
 
 log = logging.getLogger(__name__)
 __all__ = ["Agent", "Event", "StageFinished", "TextDelta", "ToolFinished", "ToolStarted",
-           "ToolStep", "TurnFinished", "TurnResult", "record_tool_result"]
+           "ToolStep", "TurnFinished", "TurnRequest", "TurnResult", "record_tool_result"]
 
 
 class Agent:
@@ -85,16 +87,30 @@ class Agent:
         # Pre-built models by name (tests, embedding apps); they bypass spec resolution.
         self.injected_models = dict(models or {})
 
-    def model(self, spec: str, temperature: float, seed: int | None = None) -> Any:
-        if spec in self.injected_models:
-            return self.injected_models[spec]
+    def model(self, request: TurnRequest) -> Any:
+        """The chat model a request names: an injected one, else built from its spec and
+        settings (once per spec, settings and provider keys)."""
+        if request.model in self.injected_models:
+            return self.injected_models[request.model]
         # Endpoints and keys are part of the key so a changed environment gets a fresh client.
         env = self.settings.environment
-        key = (spec, round(temperature, 3), seed, *(env.get(v, "") for v in PROVIDER_VARIABLES))
+        key = (request.model, request.settings, *(env.get(v, "") for v in PROVIDER_VARIABLES))
         if key not in self._models:
-            self._models[key] = resolve_model(spec, temperature=temperature,
-                                              settings=self.settings, seed=seed)
+            self._models[key] = resolve_model(request.spec,
+                                              request.settings.reached_by(self.settings))
         return self._models[key]
+
+    def request(self, *, thread_id: str | None = None, persona: str = DEFAULT_PERSONA,
+                model: str = "offline", temperature: float = 0.0, seed: int | None = None,
+                max_tokens: int | None = None, strategy: str = DEFAULT_STRATEGY,
+                routing: str | None = None) -> TurnRequest:
+        """A turn request from plain values, checked once (the Python edge): personas from
+        this agent's folder, and its injected models' names taken as specs."""
+        return TurnRequest.read(persona=persona, model=model, temperature=temperature,
+                                seed=seed, max_tokens=max_tokens, strategy=strategy,
+                                routing=routing, thread_id=thread_id,
+                                personas_dir=self.settings.personas_dir,
+                                models=frozenset(self.injected_models))
 
     def graph_for(self, strategy: str) -> Any:
         """The compiled graph of a strategy, built on first use; all share one memory."""
@@ -121,29 +137,27 @@ class Agent:
             raise InputRejected(f"Your message is {len(message):,} characters long; the limit is "
                                 f"{limit:,}. Please shorten it and send it again.")
 
-    def stream(self, message: str, *, thread_id: str | None = None,
-               persona: str = DEFAULT_PERSONA, model: str = "offline",
-               temperature: float = 0.0, seed: int | None = None,
-               tokens: bool = True, strategy: str = DEFAULT_STRATEGY,
-               routing: str | None = None) -> Generator[Event, None, None]:
-        """Run one user turn, yielding tool steps, the final result and (with ``tokens``) text
-        as the provider streams it; without ``tokens`` models are called plainly. ``routing``
-        (on, compact, off; default the settings') says which tools and prompt the calls carry.
+    def stream(self, message: str, request: TurnRequest, *,
+               tokens: bool = True) -> Generator[Event, None, None]:
+        """Run one user turn as `request` asks, yielding tool steps, the final result and
+        (with ``tokens``) text as the provider streams it; without ``tokens`` models are called
+        plainly. The request's routing (on, compact, off; default the settings') says which
+        tools and prompt the calls carry.
 
         Memory keeps the turn only when it succeeds and the stream is read to its end: a failed
         turn, or one whose stream is closed early (a Stop), leaves the thread as it was."""
-        thread_id = thread_id or uuid.uuid4().hex
+        thread_id, strategy = request.thread_id, request.strategy
         started = time.perf_counter()
-        shown = model if model in self.injected_models else display_name(model)
-        result = TurnResult(answer="", persona=persona, model=shown, temperature=temperature,
-                            thread_id=thread_id)
+        shown = request.model if request.model in self.injected_models else request.shown
+        result = TurnResult(answer="", persona=request.persona.key, model=shown,
+                            temperature=request.settings.temperature, thread_id=thread_id)
         steps: list[ToolStep] = []
         stages: list[dict[str, Any]] = []
         try:
             self.check_input(message)
-            mode = check_mode(routing or self.settings.routing)
-            context = TurnContext(persona=get_persona(persona, self.settings.personas_dir),
-                                  model=self.model(model, temperature, seed), model_spec=model)
+            mode = check_mode(request.routing or self.settings.routing)
+            context = TurnContext(persona=request.persona, model=self.model(request),
+                                  model_spec=request.model)
             graph, answer_nodes = self.graph_for(strategy), get_strategy(strategy).answer_nodes
         except ValueError as exc:
             known = isinstance(exc, InputRejected | ModelConfigError)
@@ -216,10 +230,25 @@ class Agent:
             log.warning("could not take a failed or stopped turn out of memory (thread %s)",
                         thread_id, exc_info=True)
 
-    def run(self, message: str, **kwargs: Any) -> TurnResult:
-        """Run one user turn and return its result."""
+    def run(self, message: str, request: TurnRequest | None = None, *,
+            thread_id: str | None = None, persona: str = DEFAULT_PERSONA,
+            model: str = "offline", temperature: float = 0.0, seed: int | None = None,
+            max_tokens: int | None = None, strategy: str = DEFAULT_STRATEGY,
+            routing: str | None = None) -> TurnResult:
+        """Run one user turn and return its result: `request` as an edge made it, or else
+        the request these keywords make (see `request`); a value that cannot be used is the
+        result's error, like any other failed turn."""
+        if request is None:
+            try:
+                request = self.request(thread_id=thread_id, persona=persona, model=model,
+                                       temperature=temperature, seed=seed,
+                                       max_tokens=max_tokens, strategy=strategy,
+                                       routing=routing)
+            except InvalidRequest as exc:
+                return refused(exc, persona=str(persona), model=model,
+                               thread_id=thread_id or uuid.uuid4().hex)
         result = None
-        for event in self.stream(message, tokens=False, **kwargs):  # read to the end: kept
+        for event in self.stream(message, request, tokens=False):  # read to the end: kept
             if isinstance(event, TurnFinished):
                 result = event.result
         if result is None:

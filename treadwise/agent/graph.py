@@ -29,6 +29,7 @@ from treadwise.conversation import STAGE_KEY, current_turn
 from treadwise.errors import redact
 from treadwise.personas import Persona
 from treadwise.settings import MAX_ITERATIONS, Settings
+from treadwise.tools.artifacts import ToolArtifact, words_of
 
 HISTORY_TURNS = 20
 
@@ -54,6 +55,9 @@ def _guarded(request: ToolCallRequest, execute: Callable[[ToolCallRequest], Any]
     if isinstance(result, ToolMessage):
         if isinstance(result.content, str):
             result.content = redact(result.content)  # tool results go to memory as they are
+        if isinstance(result.artifact, ToolArtifact):  # and so does what they found
+            result.artifact = result.artifact.model_validate(
+                redact_args(result.artifact.model_dump()))
         result.response_metadata = {**result.response_metadata,
                                     "duration_s": round(time.perf_counter() - started, 4)}
     return result
@@ -103,8 +107,8 @@ def stage_message(text: str, stage: str) -> HumanMessage:
 
 def fallback_answer(messages: Sequence[AnyMessage]) -> str:
     """An honest answer when the model produced none: what the tools found, or an apology."""
-    results = [m.text.strip() for m in current_turn(messages)
-               if isinstance(m, ToolMessage) and m.status != "error" and m.text.strip()]
+    results = [words_of(m).strip() for m in current_turn(messages)
+               if isinstance(m, ToolMessage) and m.status != "error" and words_of(m).strip()]
     if results:
         return ("I couldn't write a complete answer in the steps I'm allowed, but here is what "
                 "I found: " + " ".join(results[-3:]))

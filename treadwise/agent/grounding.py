@@ -1,4 +1,8 @@
-"""Grounding: web addresses, phone numbers and prices an answer states that no source holds."""
+"""Grounding: web addresses, phone numbers and prices an answer states that no source holds.
+
+A tool's part of the sources is what it found (its artifact's data and own words), never the
+text it gave the model; only text-only tools (web search, MCP) count by their text.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Literal
+from typing import Any, Literal
+
+from treadwise.tools.artifacts import ToolArtifact
 
 Kind = Literal["web address", "phone number", "price"]
 
@@ -92,3 +98,27 @@ def invented_facts(answer: str, sources: Iterable[str]) -> list[Invented]:
     claims += [Invented("price", text) for key, text in _prices(bare).items()
                if key not in prices]
     return claims
+
+
+def _values(data: Any) -> Iterable[str]:
+    if isinstance(data, dict):
+        for item in data.values():
+            yield from _values(item)
+    elif isinstance(data, list | tuple):
+        for item in data:
+            yield from _values(item)
+    elif data is not None and not isinstance(data, bool):
+        yield str(data)
+
+
+def tool_sources(steps: Iterable[Any]) -> list[str]:
+    """What tool steps (agent.ToolStep) found, as sources: each artifact's values and words;
+    a text-only step's result text."""
+    found: list[str] = []
+    for step in steps:
+        artifact = getattr(step, "artifact", None)
+        if isinstance(artifact, ToolArtifact):
+            found += [*_values(artifact.model_dump(mode="json")), artifact.words()]
+        elif getattr(step, "error", None) is None:
+            found.append(getattr(step, "result", None) or "")
+    return found

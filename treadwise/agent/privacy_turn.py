@@ -28,6 +28,8 @@ from treadwise.privacy import consent
 from treadwise.privacy.emails import find_emails
 from treadwise.privacy.redaction import findings
 from treadwise.rules.privacy_replies import fallback
+from treadwise.tools.artifacts import artifact_of
+from treadwise.tools.business_results import ErasureResult
 
 REMOVAL_CLAIM = re.compile(r"\b(?:i'?ve|i have|was|were|been)\s+(?:removed|redacted)\b"
                            r"|\bremoved (?:that|the|your|it)\b", re.I)
@@ -55,9 +57,19 @@ def say(part: str, persona: Any, **values: str) -> str:
     return phrases[0].format(**values) if phrases else ""
 
 
-def _erasures(turn: Sequence[AnyMessage]) -> list[str]:
-    return [m.text for m in turn
+def _erasures(turn: Sequence[AnyMessage]) -> list[ErasureResult | None]:
+    """What each erasure of the turn did, read from its artifact."""
+    return [_erasure(m) for m in turn
             if isinstance(m, ToolMessage) and m.name == ERASE_TOOL and m.status != "error"]
+
+
+def _erasure(message: Any) -> ErasureResult | None:
+    found = artifact_of(message)
+    return found if isinstance(found, ErasureResult) else None
+
+
+def _deleted(done: ErasureResult | None) -> bool:
+    return done is not None and done.outcome == "deleted"
 
 
 def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequence[Any],
@@ -75,45 +87,46 @@ def erase_on_request(answer: str, messages: Sequence[AnyMessage], tools: Sequenc
         tool = next((t for t in tools if getattr(t, "name", "") == ERASE_TOOL), None)
         if tool is None:
             return Outcome(answer)
+        call = {"type": "tool_call", "id": f"erase-{thread_id}", "name": ERASE_TOOL, "args": {}}
         try:
-            done = [str(tool.invoke({}, config={"configurable": {"thread_id": thread_id}}))]
+            done = [_erasure(tool.invoke(call, config={"configurable": {"thread_id": thread_id}}))]
         except Exception as exc:  # noqa: BLE001 - a failed erasure is reported, never raised
             return Outcome(f"I couldn't delete your data right now ({type(exc).__name__}). "
                            "Please try again.")
-        answer = "" if done[-1].startswith("Deleted: ") else answer
+        answer = "" if _deleted(done[-1]) else answer
     forget = consent.withdraws(consent.own_words(latest[0].text)) or erasure_confirmed(messages)
-    if not forget and not done[-1].startswith("Deleted: "):
+    if not forget and not _deleted(done[-1]):
         return Outcome(answer)
     said = _confirmed(answer, done[-1])
     return Outcome(f"{said} {_elsewhere(latest[0].text, done[-1], messages, persona)}".strip(),
                    erased=forget, settled=True)
 
 
-def _confirmed(answer: str, done: str) -> str:
+def _confirmed(answer: str, done: ErasureResult | None) -> str:
     """The model's answer when it says what the erasure deleted (every address it named, and
     that it was deleted); else the erasure's own account, so the customer always reads what
     went (a small model may drop it for a sentence of its own)."""
-    if done.startswith("Deleted: "):
-        gone = done.removeprefix("Deleted: ").split(". ", 1)[0].rstrip(".")
+    if done is not None and _deleted(done):
         # "deleted" in a sentence of the answer's own, not only a copied "Deleted:" label.
-        if answer and "deleted" in answer and all(
-                email in answer for email in find_emails(gone)):
+        if answer and "deleted" in answer and all(email in answer for email in done.emails):
             return answer
-        return f"I've deleted {gone}. Nobody will contact you."
+        return f"I've deleted {done.deleted.rstrip('.')}. Nobody will contact you."
     if answer and "nothing" in answer.casefold() and not DELETION_CLAIM.search(answer):
         return answer
     return ("Nothing was stored from this conversation, so there is nothing to delete; "
             "nobody will contact you.")
 
 
-def _elsewhere(request: str, done: str, messages: Sequence[AnyMessage], persona: Any) -> str:
+def _elsewhere(request: str, done: ErasureResult | None, messages: Sequence[AnyMessage],
+               persona: Any) -> str:
     """For an address named in the request but never given in this conversation: how to ask
     the business (it is not erased on a visitor's word)."""
     from treadwise.privacy.erasure import given_addresses
 
     given = set(given_addresses(messages[:-1]))
+    erased = {email.lower() for email in done.emails} if done is not None else set()
     named = [a.lower() for a in find_emails(request) if a.lower() not in given
-             and a.lower() not in done.lower()]
+             and a.lower() not in erased]
     if not named:
         return ""
     ours = sorted(company_addresses()[0])

@@ -8,7 +8,8 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 
 from treadwise.agent.calls import CallStats
-from treadwise.errors import FriendlyError, redact
+from treadwise.errors import FriendlyError, classify, redact
+from treadwise.tools.artifacts import ToolArtifact, artifact_of, files_of
 
 
 @dataclass
@@ -19,10 +20,14 @@ class ToolStep:
     result: str | None = None
     error: str | None = None
     duration_s: float | None = None
-    artifacts: list[str] = field(default_factory=list)
+    artifacts: list[str] = field(default_factory=list)  # files the tool made (a plot's PNG)
+    # What the tool found as data (tools/artifacts.py); None for text-only tools and errors.
+    artifact: ToolArtifact | None = None
 
     def public(self) -> dict[str, Any]:
-        return {"name": self.name, "args": self.args, "result": self.result, "error": self.error}
+        """The CLI's record of a step; `artifact` is the typed result as JSON (or null)."""
+        return {"name": self.name, "args": self.args, "result": self.result, "error": self.error,
+                "artifact": self.artifact.model_dump(mode="json") if self.artifact else None}
 
 
 @dataclass
@@ -92,15 +97,6 @@ class TurnFinished:
 Event = TextDelta | ToolStarted | ToolFinished | StageFinished | TurnFinished
 
 
-def _artifacts(message: ToolMessage) -> list[str]:
-    artifact = message.artifact
-    if isinstance(artifact, str):
-        return [artifact]
-    if isinstance(artifact, list | tuple):
-        return [str(a) for a in artifact if isinstance(a, str)]
-    return []
-
-
 def _open_step(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
     """The unfinished step this tool result answers (ids may repeat across iterations)."""
     for step in steps:
@@ -120,5 +116,15 @@ def record_tool_result(steps: list[ToolStep], message: ToolMessage) -> ToolStep:
     else:
         step.result = text
     step.duration_s = message.response_metadata.get("duration_s")
-    step.artifacts = _artifacts(message)
+    step.artifact = artifact_of(message)
+    step.artifacts = files_of(message)
     return step
+
+
+def refused(error: Exception, *, persona: str, model: str, thread_id: str) -> TurnResult:
+    """The result of a turn whose request could not be made: only its error (the CLI prints
+    it as JSON like any other failure); the model is shown as people may see it."""
+    from treadwise.models.registry import display_name
+
+    return TurnResult(answer="", persona=persona, model=display_name(model), temperature=0.0,
+                      thread_id=thread_id, error=classify(error))

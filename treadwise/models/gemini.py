@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from treadwise.models.http import rate_limiter, transports
 from treadwise.models.registry import api_key, missing_package
-from treadwise.settings import Settings
+from treadwise.models.spec import ModelSettings, ModelSpec
 
 # langchain-google-genai 4.4.2 passes max_retries to google-genai as HttpRetryOptions(attempts=N):
 # 1 is a single attempt (no SDK retries), while 0 means "the SDK's default", which retries.
@@ -15,19 +14,21 @@ from treadwise.settings import Settings
 SINGLE_ATTEMPT = 1
 
 
-def build(model: str, temperature: float, settings: Settings, env: Mapping[str, str],
-          seed: int | None) -> Any:
+def build(spec: ModelSpec, settings: ModelSettings) -> Any:
+    runtime = settings.process
+    env = runtime.environment
     key = api_key("google_genai", env)
     try:
         from langchain_google_genai import ChatGoogleGenerativeAI
     except ImportError:
         raise missing_package("google_genai") from None
     base_url = env.get("TREADWISE_GEMINI_BASE_URL", "").strip() or None
-    sync_transport, _ = transports(settings,
+    sync_transport, _ = transports(runtime,
                                    base_url or "https://generativelanguage.googleapis.com")
     return ChatGoogleGenerativeAI(
-        model=model, temperature=temperature, google_api_key=key, base_url=base_url,
-        timeout=settings.timeout_s, max_retries=SINGLE_ATTEMPT,
+        model=spec.model, temperature=settings.temperature, google_api_key=key,
+        base_url=base_url, timeout=runtime.timeout_s, max_retries=SINGLE_ATTEMPT,
+        seed=settings.seed, max_output_tokens=settings.max_tokens,
         client_args={"transport": sync_transport},
-        rate_limiter=rate_limiter("google_genai", settings),
+        rate_limiter=rate_limiter("google_genai", runtime),
     )

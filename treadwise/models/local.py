@@ -18,7 +18,7 @@ from treadwise.models.local_turn import (
     Decoding,
     Routing,
 )
-from treadwise.settings import Settings
+from treadwise.models.spec import ModelSettings, ModelSpec
 
 # name -> (package holding the weights, file inside it, what the picker calls it)
 BUNDLED: dict[str, tuple[str, str, str]] = {
@@ -161,15 +161,18 @@ def max_tokens_from(env: Mapping[str, str]) -> int:
     return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_TOKENS
 
 
-def build(model: str, temperature: float, settings: Settings, env: Mapping[str, str],
-          seed: int | None) -> Any:
-    local = parse(model)
+def build(spec: ModelSpec, settings: ModelSettings) -> Any:
+    """A llama.cpp model; the token limit is the settings', else TREADWISE_LOCAL_MAX_TOKENS."""
+    runtime = settings.process
+    local = parse(spec.model)
     if not runtime_installed():
         raise ModelUnavailable(f"the local model needs llama-cpp-python: {INSTALL_HINT}")
     path = model_path(local.name)
     from treadwise.models.local_chat import LocalChatModel
 
-    return LocalChatModel(model_path=str(path), model_name=local.spec, temperature=temperature,
-                          seed=seed, timeout_s=settings.timeout_s,
-                          max_tokens=max_tokens_from(env), decoding=local.decoding,
-                          routing=local.routing, threads=settings.local_threads)
+    return LocalChatModel(model_path=str(path), model_name=local.spec,
+                          temperature=settings.temperature, seed=settings.seed,
+                          timeout_s=runtime.timeout_s,
+                          max_tokens=settings.max_tokens or max_tokens_from(runtime.environment),
+                          decoding=local.decoding, routing=local.routing,
+                          threads=runtime.local_threads)

@@ -18,6 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from treadwise.conversation import current_turn
+from treadwise.models.spec import ModelSettings, ModelSpec
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
 from treadwise.rules import dialogue
 from treadwise.rules.mathwords import needs_previous, with_previous
@@ -173,8 +174,7 @@ class OfflineModel(BaseChatModel):
 
 def _resolve(step: list[Call], results: list[ToolMessage]) -> list[Call] | None:
     """This step's calls, with the previous step's exact result where a call needs it."""
-    last = results[-1] if results else None
-    value = dialogue.exact_result(last.name or "", last.text) if last else None
+    value = dialogue.result_of(results[-1]) if results else None
     resolved = []
     for call in step:
         if needs_previous(call):
@@ -188,6 +188,6 @@ def _resolve(step: list[Call], results: list[ToolMessage]) -> list[Call] | None:
 __all__ = ["OfflineModel", "Plan", "estimate_tokens"]
 
 
-def build(model: str, temperature: float, settings: Any, env: Any, seed: int | None) -> Any:
-    """The registry's entry for the spec `offline`."""
-    return OfflineModel(temperature=temperature, seed=seed)
+def build(spec: ModelSpec, settings: ModelSettings) -> OfflineModel:
+    """The registry's entry for the spec `offline` (no token limit: its replies are short)."""
+    return OfflineModel(temperature=settings.temperature, seed=settings.seed)

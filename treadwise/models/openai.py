@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -10,11 +9,12 @@ from pydantic import SecretStr
 
 from treadwise.models.http import http_clients, rate_limiter
 from treadwise.models.registry import api_key, missing_package
-from treadwise.settings import Settings
+from treadwise.models.spec import ModelSettings, ModelSpec
 
 
-def build(model: str, temperature: float, settings: Settings, env: Mapping[str, str],
-          seed: int | None) -> Any:
+def build(spec: ModelSpec, settings: ModelSettings) -> Any:
+    runtime = settings.process
+    env = runtime.environment
     base_url = env.get("OPENAI_BASE_URL", "").strip() or None
     # Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) often need no key.
     key = api_key("openai", env) if not base_url or env.get("OPENAI_API_KEY") else "not-needed"
@@ -23,13 +23,14 @@ def build(model: str, temperature: float, settings: Settings, env: Mapping[str, 
     except ImportError:
         raise missing_package("openai") from None
     chat_class = _compatible_class() if base_url else ChatOpenAI
-    sync_client, async_client = http_clients(settings, base_url or "https://api.openai.com/v1")
+    sync_client, async_client = http_clients(runtime, base_url or "https://api.openai.com/v1")
     return chat_class(
-        model=model, temperature=temperature, api_key=SecretStr(key), base_url=base_url,
-        timeout=settings.timeout_s, max_retries=0, seed=seed, stream_usage=True,
+        model=spec.model, temperature=settings.temperature, api_key=SecretStr(key),
+        base_url=base_url, timeout=runtime.timeout_s, max_retries=0, seed=settings.seed,
+        max_completion_tokens=settings.max_tokens, stream_usage=True,
         http_socket_options=(),  # our own clients below; nothing for langchain-openai to tune
         http_client=sync_client, http_async_client=async_client,
-        rate_limiter=rate_limiter("openai", settings),
+        rate_limiter=rate_limiter("openai", runtime),
     )
 
 

@@ -1,7 +1,11 @@
 """The model registry: one spec string ("offline", "openai:gpt-4o-mini", ...) resolved in one place.
 
 Built-in providers are entry points of the group ``treadwise.models`` in pyproject.toml,
-declared exactly as an outside provider declares its own.
+declared exactly as an outside provider declares its own. A provider is
+``build(spec: ModelSpec, settings: ModelSettings) -> BaseChatModel`` (models/spec.py): the spec
+names the model (``spec.provider``, ``spec.model``), the settings say how it is asked
+(``temperature``, ``seed``, ``max_tokens``) and, in ``settings.process``, how this process
+reaches providers (timeout, retries, rate limit; keys and endpoints in its ``environment``).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from treadwise.errors import ModelConfigError, redact
+from treadwise.models.spec import ModelSettings, ModelSpec
 from treadwise.plugins import Registry
 from treadwise.settings import Settings, process_environment
 
@@ -21,7 +26,7 @@ SHOWN_SPEC_CHARS = 60
 # decoding=free): nothing that could carry markup or escapes.
 _SPEC_CHARS = re.compile(r"[\w .:/@+~=?&-]+")
 ENTRY_POINT_GROUP = "treadwise.models"
-Provider = Callable[[str, float, Settings, Mapping[str, str], int | None], Any]
+Provider = Callable[[ModelSpec, ModelSettings], Any]
 MODELS: Registry[Provider] = Registry(ENTRY_POINT_GROUP)
 # Providers registered at run time (embedding apps, tests); they win over everything else.
 PROVIDERS: dict[str, Provider] = MODELS.entries
@@ -90,6 +95,11 @@ def parse_spec(spec: str) -> tuple[str, str]:
         f"model spec {spec!r} must be 'offline' or look like provider:model "
         "(for example openai:gpt-4o-mini or google_genai:gemini-2.0-flash)"
     )
+
+
+def read_spec(spec: str) -> ModelSpec:
+    """The spec read once, or ModelConfigError saying in one line why it cannot be one."""
+    return ModelSpec(*parse_spec(spec))
 
 
 def display_name(spec: str) -> str:
@@ -192,8 +202,7 @@ def missing_package(provider_name: str) -> ModelConfigError:
     return ModelConfigError(f"the package {package} is not installed: pip install {package}")
 
 
-def build_passthrough(provider_name: str, model: str, temperature: float,
-                      settings: Settings) -> Any:
+def build_passthrough(spec: ModelSpec, settings: ModelSettings) -> Any:
     """Any other provider through init_chat_model, with our retrying HTTP clients when its
     integration takes httpx clients (SDK retries off); otherwise its SDK retries instead."""
     from treadwise.models.http import http_clients, rate_limiter
@@ -202,34 +211,34 @@ def build_passthrough(provider_name: str, model: str, temperature: float,
         from langchain.chat_models import init_chat_model
     except ImportError:
         raise missing_package("langchain") from None
-    spec = f"{provider_name}:{model}"
-    options = {"temperature": temperature, "timeout": settings.timeout_s,
-               "rate_limiter": rate_limiter(provider_name, settings)}
+    runtime = settings.process
+    options: dict[str, Any] = {
+        "temperature": settings.temperature, "timeout": runtime.timeout_s,
+        "rate_limiter": rate_limiter(spec.provider, runtime)}
+    if settings.max_tokens is not None:
+        options["max_tokens"] = settings.max_tokens
     try:
-        chat = init_chat_model(spec, max_retries=settings.max_retries, **options)
+        chat = init_chat_model(spec.text, max_retries=runtime.max_retries, **options)
         if {"http_client", "http_async_client"} <= set(type(chat).model_fields):
-            sync_client, async_client = http_clients(settings, None)
-            chat = init_chat_model(spec, max_retries=0, http_client=sync_client,
+            sync_client, async_client = http_clients(runtime, None)
+            chat = init_chat_model(spec.text, max_retries=0, http_client=sync_client,
                                    http_async_client=async_client, **options)
         return chat
     except ImportError:
-        raise missing_package(provider_name) from None
+        raise missing_package(spec.provider) from None
     except ValueError as exc:
-        raise ModelConfigError(f"cannot build {spec}: {exc}") from None
+        raise ModelConfigError(f"cannot build {spec.text}: {exc}") from None
 
 
-def resolve_model(spec: str, *, temperature: float = 0.0, settings: Settings | None = None,
-                  env: Mapping[str, str] | None = None, seed: int | None = None) -> Any:
-    """Build the chat model a spec names, or raise ModelConfigError with one clear line."""
-    settings = settings or Settings.from_env()
-    env = settings.environment if env is None else env
-    if not 0.0 <= temperature <= 2.0:
-        raise ModelConfigError(f"temperature must be between 0 and 2, got {temperature}")
-    provider_name, model = parse_spec(spec)
-    build = find_provider(provider_name)
+def resolve_model(spec: str | ModelSpec, settings: ModelSettings | None = None) -> Any:
+    """Build the chat model a spec names with these settings (default: temperature 0, the
+    environment's way of reaching providers), or raise ModelConfigError with one clear line."""
+    spec = spec if isinstance(spec, ModelSpec) else read_spec(spec)
+    settings = settings or ModelSettings()
+    build = find_provider(spec.provider)
     if build is not None:
-        return build(model, temperature, settings, env, seed)
-    return build_passthrough(provider_name, model, temperature, settings)
+        return build(spec, settings)
+    return build_passthrough(spec, settings)
 
 
 def default_spec(env: Mapping[str, str] | None = None) -> str:

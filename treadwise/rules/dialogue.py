@@ -1,4 +1,7 @@
-"""The offline model's dialogue state, carried in the thread on the answers it writes."""
+"""The offline model's dialogue state, carried in the thread on the answers it writes.
+
+What a math tool found is read from its artifact (tools/math_results.py), never from its text.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +13,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from treadwise.rules.plan import Plan
+from treadwise.tools.math_results import calculation_of
 
 # The key under AIMessage.additional_kwargs; checkpointers keep it with the thread, and the
 # hosted providers' clients ignore it if the conversation switches model.
 STATE_KEY = "treadwise_dialogue"
 MATH_TOOLS = {"add", "subtract", "multiply", "divide", "power", "square", "square_root",
               "calculate", "integrate", "differentiate", "solve_equation", "limit"}
-# An exact value the engine may print and the parser reads back: numbers, fractions, roots, pi.
+# An exact value the rules reuse as an operand: numbers, fractions, roots, pi, e, i.
 EXACT_RE = re.compile(r"-?(?:[\d./*^()+\- ]|sqrt|cbrt|pi|E\b|I\b)+")
 
 
@@ -69,32 +73,20 @@ def after(state: DialogueState, plan: Plan, results: Sequence[ToolMessage]) -> D
     math = [m for m in ok if m.name in MATH_TOOLS]
     if math:
         # "that" now means this turn's result; a formula is kept for "differentiate that".
-        last = math[-1]
-        updates["result"] = exact_result(last.name or "", last.text)
-        updates["formula"] = symbolic_result(last.text) if updates["result"] is None else None
+        found = calculation_of(math[-1])
+        updates["result"] = result_of(math[-1])
+        updates["formula"] = found.formula if found and updates["result"] is None else None
     return replace(state, **updates)
 
 
-def symbolic_result(text: str) -> str | None:
-    """The formula after the last "=" of a derivative or antiderivative ("+ C" dropped)."""
-    if "=" not in text or "\u2248" in text:
+def result_of(message: object) -> str | None:
+    """The single exact number a math tool found, to reuse as the next operand; None for
+    anything else (several values, a formula, an estimate, a number too long to show)."""
+    found = calculation_of(message)
+    value = found.exact if found is not None else None
+    if value is None or not EXACT_RE.fullmatch(value) or not re.search(r"\d|pi|E", value):
         return None
-    formula = re.sub(r"\s*\+\s*C$", "", text.rsplit("=", 1)[-1].strip())
-    return formula if re.search(r"[a-z]", formula) and len(formula) <= 200 else None
-
-
-def exact_result(tool: str, text: str) -> str | None:
-    """The single exact value a math tool printed, or None (several values, a formula...)."""
-    if tool == "solve_equation":
-        answers = text.rsplit(": ", 1)[-1]
-        if " or " in answers or ";" in answers or "=" not in answers:
-            return None
-    if "=" not in text or "digit integer" in text:
-        return None
-    value = text.rsplit("=", 1)[-1].split("\u2248", 1)[0].strip()
-    if not value:
-        value = text.rsplit("\u2248", 1)[-1].strip()
-    return value if EXACT_RE.fullmatch(value) and re.search(r"\d|pi|E", value) else None
+    return value
 
 
 def plain_number(value: str) -> int | float | None:

@@ -13,9 +13,10 @@ from typing import Any, Protocol
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from treadwise.conversation import current_turn, stage_of
-from treadwise.rules.dialogue import exact_result
+from treadwise.rules.dialogue import result_of
 from treadwise.rules.next_step import read_turn
 from treadwise.rules.plan import PREVIOUS, Call, Plan
+from treadwise.tools.artifacts import words_of
 
 
 class Answerer(Protocol):
@@ -105,17 +106,13 @@ def _plan(reading: Reading, tools: list[dict], tool_choice: str | None) -> str:
             "Check: the answer states what the last tool returned")
 
 
-def _value(text: str) -> str | None:
-    return exact_result("", text)
-
-
 def _validate(reading: Reading, tools: list[dict], tool_choice: str | None) -> str:
     good = [m for m in reading.results if m.status != "error"]
     if not good:
         return "VERDICT: OK - no tool result to check the draft against."
     if problem_type(reading.plan) not in ("arithmetic", "calculus"):
         return "VERDICT: OK - the draft reports what the tools returned."
-    expected = _value(good[-1].text)
+    expected = result_of(good[-1])
     match = DRAFT_RE.search(reading.material)
     draft = (match.group(1) if match else reading.material).replace(",", "")
     if expected is None or re.search(rf"(?<![\d.]){re.escape(expected)}(?![\d])", draft):
@@ -125,7 +122,7 @@ def _validate(reading: Reading, tools: list[dict], tool_choice: str | None) -> s
 
 def _think(reading: Reading, tools: list[dict], tool_choice: str | None) -> AIMessage | str:
     step = reading.model.respond_turn(reading.messages, tools, tool_choice)
-    done = [m.text for m in reading.results]
+    done = [words_of(m) for m in reading.results]
     if step.tool_calls:
         calls = ", ".join(describe(Call(c["name"], c["args"])) for c in step.tool_calls)
         seen = f" So far: {'; '.join(done)}." if done else ""

@@ -1,4 +1,8 @@
-"""The persona's voice: phrases chosen by the kind of reply, around what the tools found."""
+"""The persona's voice: phrases chosen by the kind of reply, around what the tools found.
+
+What the tools found is read from their artifacts (tools/artifacts.py): their values, outcomes
+and own words, never the text the tools gave the model.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
 from treadwise.privacy.consent import customer_ask
 from treadwise.rules.plan import Plan
 from treadwise.rules.privacy_replies import fallback
+from treadwise.tools.artifacts import artifact_of, words_of
+from treadwise.tools.business_results import ErasureResult, InterestResult
+from treadwise.tools.math_results import Calculation, calculation_of
 
 # Each reply kind: the voice parts around the body, in order; the first part of a tuple that
 # the persona has is used. Kinds not listed get no opener or closer.
@@ -23,8 +30,8 @@ FRAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "recommendation": (("recommendation_opener", "opener"), ("recommendation_closer", "closer")),
     "availability": (("availability_opener", "opener"), ("availability_closer", "closer")),
 }
-LEAD_OUTCOMES = (("Updated", "lead_updated"), ("Already on file", "lead_duplicate"),
-                 ("Saved", "lead_saved"))
+LEAD_OUTCOMES = {"updated": "lead_updated", "already_on_file": "lead_duplicate",
+                 "saved": "lead_saved"}
 # Topics where a careful persona adds its safety note.
 SAFETY_TOPICS = {"tire_pressure", "maintenance", "punctures"}
 PRONOUNS = {"my": "your", "our": "your", "me": "you", "i": "you", "us": "you", "we": "you",
@@ -74,7 +81,7 @@ class Voice:
             what = ", ".join(missing) or "the tool this needs"
             return self.pick("error", error=f"the tool {what} is not available in this setup.")
         if capped and len(results) < sum(len(s) for s in plan.steps):
-            return self.pick("cap", summary=" ".join(m.text for m in results))
+            return self.pick("cap", summary=" ".join(words_of(m) for m in results))
         return self._compose(plan, results)
 
     def _reply(self, plan: Plan) -> str:
@@ -86,12 +93,12 @@ class Voice:
         if plan.kind == "feedback":
             return self.pick("feedback")
         if plan.kind == "lead":
-            return self._lead(plan, results[-1].text)
+            return self._lead(plan, artifact_of(results[-1]))
         if plan.kind == "erase":
-            return self._erased(results[-1].text)
+            return self._erased(artifact_of(results[-1]))
         openers, closers = FRAMES.get(plan.kind, ((), ()))
         body = self._math_body(plan, results) if plan.kind == "math" else \
-            " ".join(_sentence(m.text) for m in results)
+            " ".join(_sentence(words_of(m)) for m in results)
         parts = [self.pick(*openers), body]
         if plan.note:
             parts.append(self.pick(plan.note))
@@ -102,23 +109,24 @@ class Voice:
         # Lists from the tools read as lists; the persona's lines get their own paragraphs.
         return "\n\n".join(parts) if any("\n" in p for p in parts) else " ".join(parts)
 
-    def _lead(self, plan: Plan, result: str) -> str:
-        part = next((p for prefix, p in LEAD_OUTCOMES if result.startswith(prefix)), "lead_saved")
+    def _lead(self, plan: Plan, result: object) -> str:
+        outcome = result.outcome if isinstance(result, InterestResult) else "saved"
+        part = LEAD_OUTCOMES[outcome]
         values = {**plan.values, "topic": your(plan.values.get("topic", ""))}
         said = self.pick(part, **values)
         note = self.pick("lead_note") if self.has("lead_note") else ""
         return f"{said} {note}".strip()
 
-    def _erased(self, result: str) -> str:
-        if not result.startswith("Deleted: "):
+    def _erased(self, result: object) -> str:
+        if not isinstance(result, ErasureResult) or result.outcome != "deleted":
             return self.pick("nothing_erased")
-        deleted = result.removeprefix("Deleted: ").split(". ", 1)[0].rstrip(".")
-        return self.pick("data_erased", deleted=deleted)
+        return self.pick("data_erased", deleted=result.deleted.rstrip("."))
 
     def _math_body(self, plan: Plan, results: Sequence[ToolMessage]) -> str:
-        lines = [exact_line(m.text) for m in results if m.name != "plot_area"]
-        plots = [m.text for m in results if m.name == "plot_area"]
-        shown = lines or plots
+        worked = [m for m in results if m.name != "plot_area"]
+        plots = [m for m in results if m.name == "plot_area"]
+        lines = [_math_line(m) for m in worked]
+        shown = lines or [words_of(m) for m in plots]
         if self.persona.show_method:
             steps = ("; ".join(f"step {i}: {t}" for i, t in enumerate(shown, 1))
                      if len(shown) > 1 else shown[0])
@@ -126,7 +134,7 @@ class Voice:
         elif len(shown) > 1:
             words = ["First,", *["Then"] * (len(shown) - 2), "Finally,"]
             body = " ".join(_sentence(f"{w} {t}") for w, t in zip(words, shown, strict=True))
-            body += f" So the final answer is {_final(shown[-1])}."
+            body += f" So the final answer is {_final((worked or plots)[-1])}."
         else:
             body = _sentence(shown[0])
         if plots and lines:
@@ -135,15 +143,18 @@ class Voice:
         return f"{body} {caveat}".strip()
 
 
-def exact_line(text: str) -> str:
+def _math_line(message: ToolMessage) -> str:
+    found = calculation_of(message)
+    return exact_line(found) if found is not None else words_of(message)
+
+
+def exact_line(found: Calculation) -> str:
     """A result over fractions shown as a fraction with its decimal: 1/3 + 1/6 = 1/2 (= 0.5)."""
-    if " = " not in text:
-        return text
-    asked, value = text.rsplit(" = ", 1)
-    if re.search(r"[/\u00f7]", asked) and re.fullmatch(r"-?\d+\.\d+", value):
+    asked, value = found.asked, found.shown
+    if asked and re.search(r"[/\u00f7]", asked) and re.fullmatch(r"-?\d+\.\d+", value):
         fraction = Fraction(value)
         return f"{asked} = {fraction.numerator}/{fraction.denominator} (= {value})"
-    return text
+    return found.statement
 
 
 def your(topic: str) -> str:
@@ -152,9 +163,10 @@ def your(topic: str) -> str:
                   lambda m: PRONOUNS[m.group(0).lower()], topic, flags=re.I)
 
 
-def _final(text: str) -> str:
-    value = text.rsplit("=", 1)[-1].strip()
-    return value or text
+def _final(message: ToolMessage) -> str:
+    """The value a worked answer ends on: the last result as shown, else its words."""
+    found = calculation_of(message)
+    return found.shown if found is not None and found.shown else words_of(message)
 
 
 def _sentence(text: str) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from typing import SupportsIndex, SupportsInt
 
 import mpmath
 import sympy as sp
 
+from treadwise.safemath.answer import Answer
 from treadwise.safemath.definite import Outcome, definite, geometric_area
 from treadwise.safemath.display import (
     format_decimal,
@@ -23,6 +25,7 @@ from treadwise.safemath.numbers import as_text, to_float
 from treadwise.safemath.numeric import compile_numeric
 from treadwise.safemath.parser import parse, parse_variable
 from treadwise.safemath.plotting import AreaPlot, render_area
+from treadwise.safemath.values import approx_value, equals, exact_text, formula_text
 
 MAX_ORDER = 10
 MAX_PLOT_BOUND = 1e6
@@ -42,7 +45,7 @@ def _bound(value: object, variable: sp.Symbol, what: str) -> sp.Expr | None:
 
 @operation
 def integrate(expression: str, variable: str = "x", lower: object = None,
-              upper: object = None) -> str:
+              upper: object = None) -> Answer:
     x = parse_variable(variable)
     f = parse(expression)
     a, b = _bound(lower, x, "lower bound"), _bound(upper, x, "upper bound")
@@ -55,7 +58,7 @@ def integrate(expression: str, variable: str = "x", lower: object = None,
     return _integral_statement(f, x, a, b, definite(f, x, a, b))
 
 
-def _antiderivative(f: sp.Expr, x: sp.Symbol) -> str:
+def _antiderivative(f: sp.Expr, x: sp.Symbol) -> Answer:
     antiderivative = quietly(lambda: sp.integrate(f, x), 0.95)
     if antiderivative is None:
         raise MathInputError(
@@ -67,7 +70,9 @@ def _antiderivative(f: sp.Expr, x: sp.Symbol) -> str:
             f"{show_expr(f)} has no antiderivative in closed form; with bounds, a definite "
             "integral can still be estimated numerically"
         )
-    return f"∫ {show_expr(f)} d{x} = {show_expr(antiderivative)} + C"
+    asked, shown = f"∫ {show_expr(f)} d{x}", f"{show_expr(antiderivative)} + C"
+    return Answer(f"{asked} = {shown}", "formula", asked, shown,
+                  formula=formula_text(antiderivative) or show_expr(antiderivative))
 
 
 def _integral_head(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> str:
@@ -80,15 +85,20 @@ def _integral_head(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr) -> str:
 
 
 def _integral_statement(f: sp.Expr, x: sp.Symbol, a: sp.Expr, b: sp.Expr,
-                        outcome: Outcome) -> str:
+                        outcome: Outcome) -> Answer:
     head = _integral_head(f, x, a, b)
     if outcome.kind == "exact":
-        return f"{head} {_equals(outcome)}"
+        said = _equals(outcome)
+        shown = said.removeprefix("= ")
+        return Answer(f"{head} {said}", "value", head, shown, exact=exact_text(outcome.value),
+                      approx=approx_value(outcome.value))
     if outcome.kind == "numeric":
-        return f"{head} {_equals(outcome)} (numerical estimate; no closed form found)"
+        said = _equals(outcome)
+        return Answer(f"{head} {said} (numerical estimate; no closed form found)", "estimate",
+                      head, said, approx=approx_value(outcome.value))
     if outcome.kind == "diverges":
-        return f"{head} diverges ({outcome.note})"
-    return f"{head} could not be computed: {outcome.note}"
+        return Answer(f"{head} diverges ({outcome.note})", "diverges", head)
+    return Answer(f"{head} could not be computed: {outcome.note}", "unknown", head)
 
 
 def _equals(outcome: Outcome) -> str:
@@ -123,7 +133,7 @@ def _same(signed: Outcome, area: Outcome) -> bool:
 
 
 @operation
-def differentiate(expression: str, variable: str = "x", order: object = 1) -> str:
+def differentiate(expression: str, variable: str = "x", order: object = 1) -> Answer:
     x = parse_variable(variable)
     f = parse(expression)
     n = _order(order)
@@ -133,7 +143,7 @@ def differentiate(expression: str, variable: str = "x", order: object = 1) -> st
     if not derivative.is_Atom:
         derivative = quietly(lambda: sp.simplify(derivative), 0.8) or derivative
     head = f"d/d{x}" if n == 1 else f"d{superscript(n)}/d{x}{superscript(n)}"
-    return f"{head} [{show_expr(f)}] = {show(derivative)}"
+    return equals(f"{head} [{show_expr(f)}]", derivative)
 
 
 def _order(order: object) -> int:
@@ -152,7 +162,7 @@ def _order(order: object) -> int:
 
 @operation
 def plot_area(expression: str, lower: object, upper: object, variable: str = "x", *,
-              out_path: str) -> tuple[str, str]:
+              out_path: str) -> Answer:
     x = parse_variable(variable)
     f = parse(expression)
     function = compile_numeric(f, x, "numpy")
@@ -163,24 +173,22 @@ def plot_area(expression: str, lower: object, upper: object, variable: str = "x"
     if lo == hi:
         raise MathInputError("the bounds are equal, so there is no area to plot")
     outcome = definite(f, x, a, b)
-    statement = _integral_statement(f, x, a, b, outcome)
+    found = _integral_statement(f, x, a, b, outcome)
     real = outcome.kind == "numeric" or (outcome.kind == "exact" and outcome.value.is_real)
     label = _area_label(outcome, geometric_area(f, x, a, b, outcome, function) if real else
                         outcome)
     figure = AreaPlot(
         lower=lo, upper=hi, lower_label=show_expr(a), upper_label=show_expr(b),
-        title=textwrap.shorten(pretty(statement), 90, placeholder=" …"),
+        title=textwrap.shorten(pretty(found.statement), 90, placeholder=" …"),
         area_label="\n".join(line[:1].upper() + line[1:] for line in label),
         curve_label=f"f({x}) = {pretty(show_expr(f))}"[:60],
     )
     try:
         render_area(function, figure, out_path)
     except MathInputError as exc:
-        raise MathInputError(f"{exc}; without a plot: {statement}") from None
-    text = statement  # the image is the artifact: its file name means nothing to a reader
-    if len(label) > 1:
-        text += f". The plot is labelled \"{'; '.join(label)}\""
-    return text, out_path
+        raise MathInputError(f"{exc}; without a plot: {found.statement}") from None
+    # The image is the tool's artifact: its file name means nothing to a reader.
+    return dataclasses.replace(found, file=out_path, labels=tuple(label))
 
 
 def _plot_bound(bound: sp.Expr) -> float:

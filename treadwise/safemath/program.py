@@ -7,11 +7,13 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from treadwise.safemath.answer import Answer
 from treadwise.safemath.display import show
 from treadwise.safemath.jobs import operation
 from treadwise.safemath.math_errors import MathInputError
 from treadwise.safemath.notation import CONSTANTS, FUNCTIONS, MAX_CHARS
 from treadwise.safemath.parser import _Builder, _check_shape
+from treadwise.safemath.values import approx_value, exact_text
 
 if TYPE_CHECKING:
     import sympy
@@ -69,7 +71,7 @@ def _target(statement: ast.Assign) -> str:
 
 
 @operation
-def run_program(program: str) -> str:
+def run_program(program: str) -> Answer:
     """Run a short program: each line's value shown, then the result (the last line's value)."""
     source, statements = _statements(program)
     values: dict[str, sympy.Expr] = {}
@@ -87,4 +89,5 @@ def run_program(program: str) -> str:
                                  f"not allowed; {ALLOWED_STATEMENTS}")
     if result is None:
         raise MathInputError("the program computes nothing")
-    return "\n".join([*lines, f"Result: {show(result)}"])
+    return Answer("\n".join([*lines, f"Result: {show(result)}"]), "value", "Result",
+                  show(result), exact=exact_text(result), approx=approx_value(result))

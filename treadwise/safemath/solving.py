@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 
@@ -10,6 +11,7 @@ import numpy as np
 import sympy as sp
 from sympy.calculus.util import continuous_domain
 
+from treadwise.safemath.answer import Answer
 from treadwise.safemath.display import format_decimal, show, show_expr
 from treadwise.safemath.jobs import operation, quietly
 from treadwise.safemath.math_errors import MathInputError
@@ -17,26 +19,30 @@ from treadwise.safemath.notation import clean
 from treadwise.safemath.numbers import as_text, echo, sign, to_float
 from treadwise.safemath.numeric import compile_numeric
 from treadwise.safemath.parser import parse, parse_equation, parse_variable
+from treadwise.safemath.values import approx_value, equals, exact_text
 
 MAX_SOLUTIONS = 12
 SEARCH_RANGE = (-10.0, 10.0)
 
 
 @operation
-def solve_equation(equation: str, variable: str = "x") -> str:
+def solve_equation(equation: str, variable: str = "x") -> Answer:
     x = parse_variable(variable)
     lhs, rhs = parse_equation(equation)
     shown = echo(equation) if "=" in clean(equation) else f"{echo(equation)} = 0"
-    return f"{shown}: {_solutions_text(lhs - rhs, x)}"
+    found = _solutions(lhs - rhs, x)
+    return dataclasses.replace(found, statement=f"{shown}: {found.statement}", asked=shown)
 
 
-def _solutions_text(expr: sp.Expr, x: sp.Symbol) -> str:
+def _solutions(expr: sp.Expr, x: sp.Symbol) -> Answer:
+    """The solutions in words (as the statement) and, when they are finitely many exact real
+    numbers, as values; `exact` only for exactly one solution."""
     if x not in expr.free_symbols:
         if expr.is_zero or quietly(lambda: sp.simplify(expr), 0.3) == 0:
-            return f"true for every {x}"
+            return Answer(f"true for every {x}", "solutions")
         if expr.is_number:
-            return "no solution (the two sides are never equal)"
-        return f"{x} does not appear in the equation"
+            return Answer("no solution (the two sides are never equal)", "none")
+        return Answer(f"{x} does not appear in the equation", "unknown")
     real = quietly(lambda: sp.solveset(expr, x, sp.S.Reals), 0.5)
     described = _describe(real, x) if real is not None else None
     if described is None:
@@ -44,16 +50,35 @@ def _solutions_text(expr: sp.Expr, x: sp.Symbol) -> str:
     if not described:
         complex_roots = quietly(lambda: sp.solveset(expr, x, sp.S.Complexes), 0.6)
         if isinstance(complex_roots, sp.FiniteSet) and complex_roots:
-            return f"no real solution; complex: {_join(_describe(complex_roots, x) or [])}"
-        return "no real solution"
-    text = _join(described)
-    if isinstance(real, sp.FiniteSet) and quietly(lambda: expr.is_polynomial(x), 0.1):
+            return Answer(f"no real solution; complex: "
+                          f"{_join(_describe(complex_roots, x) or [])}", "none")
+        return Answer("no real solution", "none")
+    if not isinstance(real, sp.FiniteSet):
+        return Answer(_join(described), "solutions")
+    return _finite(expr, x, sorted(real, key=_sort_key)[:MAX_SOLUTIONS], _join(described))
+
+
+def _finite(expr: sp.Expr, x: sp.Symbol, roots: list[sp.Expr], text: str) -> Answer:
+    """Finitely many real solutions, with a polynomial's complex roots named after them."""
+    values = _exact_all(roots)
+    if quietly(lambda: expr.is_polynomial(x), 0.1):
         everything = quietly(lambda: sp.solveset(expr, x, sp.S.Complexes), 0.6)
         if isinstance(everything, sp.FiniteSet):
             extra = sp.FiniteSet(*(s for s in everything if s.is_real is False))
             if extra:
+                # Complex roots besides: not one single answer to reuse.
                 text += f"; complex: {_join(_describe(extra, x) or [])}"
-    return text
+                return Answer(text, "solutions", values=values)
+    if len(roots) == 1 and len(values) == 1:
+        return Answer(text, "solutions", shown=show(roots[0]), exact=values[0],
+                      approx=approx_value(roots[0]), values=values)
+    return Answer(text, "solutions", values=values)
+
+
+def _exact_all(roots: list[sp.Expr]) -> tuple[str, ...]:
+    """Every root in full, or none at all when one cannot be shown so."""
+    shown = [exact_text(root) for root in roots]
+    return tuple(s for s in shown if s is not None) if None not in shown else ()
 
 
 def _join(parts: list[str]) -> str:
@@ -99,16 +124,15 @@ def _describe(found: sp.Set, x: sp.Symbol) -> list[str] | None:
     return None
 
 
-def _numeric_solutions(expr: sp.Expr, x: sp.Symbol) -> str:
+def _numeric_solutions(expr: sp.Expr, x: sp.Symbol) -> Answer:
     lo, hi = SEARCH_RANGE
     roots = quietly(lambda: _scan_roots(expr, x), 0.9)
     if not roots:
-        return (
-            f"no exact solution was found, and a numerical search over {lo:g} ≤ {x} ≤ {hi:g} "
-            "found none"
-        )
+        return Answer(f"no exact solution was found, and a numerical search over {lo:g} ≤ {x} "
+                      f"≤ {hi:g} found none", "none")
     listed = " or ".join(f"{x} ≈ {format_decimal(mpmath.mpf(r))}" for r in roots)
-    return f"{listed} (numerical; no exact form found; searched {lo:g} ≤ {x} ≤ {hi:g})"
+    return Answer(f"{listed} (numerical; no exact form found; searched {lo:g} ≤ {x} ≤ {hi:g})",
+                  "estimate", approx=approx_value(roots[0]) if len(roots) == 1 else None)
 
 
 def _scan_roots(expr: sp.Expr, x: sp.Symbol) -> list[float]:
@@ -155,7 +179,7 @@ def _bisect(at: Callable[[float], float], a: float, b: float) -> float | None:
 
 
 @operation
-def analyze_function(expression: str, variable: str = "x") -> str:
+def analyze_function(expression: str, variable: str = "x") -> Answer:
     x = parse_variable(variable)
     f = parse(expression)
     name = f"f({x})"
@@ -172,7 +196,7 @@ def analyze_function(expression: str, variable: str = "x") -> str:
     lines.append(f"Derivative: f'({x}) = {show_expr(shown_derivative)}")
     lines.extend(_extrema_lines(f, derivative, x, region))
     lines.append(_end_behaviour(f, x, region))
-    return "\n".join(line for line in lines if line)
+    return Answer("\n".join(line for line in lines if line), "analysis")
 
 
 def _domain_text(domain: sp.Set) -> str:
@@ -201,7 +225,7 @@ def _roots_text(f: sp.Expr, x: sp.Symbol, region: sp.Set) -> str:
     roots = quietly(lambda: sp.solveset(f, x, region), 0.25)
     described = _describe(roots, x) if roots is not None else None
     if described is None:
-        return _numeric_solutions(f, x)
+        return _numeric_solutions(f, x).statement
     return _join(described) if described else "none"
 
 
@@ -270,7 +294,7 @@ SIDES = {"both": "+-", "left": "-", "right": "+", "+-": "+-", "-": "-", "+": "+"
 
 @operation
 def limit(expression: str, variable: str = "x", point: str | float = "0",
-          direction: str = "both") -> str:
+          direction: str = "both") -> Answer:
     x = parse_variable(variable)
     f = parse(expression)
     at, side = _approach(point, direction)
@@ -283,8 +307,8 @@ def limit(expression: str, variable: str = "x", point: str | float = "0",
     if left is None or right is None or left == right:
         # One side that could not be computed leaves the two-sided limit unknown.
         return _equals(shown, left if left == right else None)
-    return (f"{shown} does not exist: from the left it tends to {_limit_text(left)}, "
-            f"from the right to {_limit_text(right)}")
+    return Answer(f"{shown} does not exist: from the left it tends to {_limit_text(left)}, "
+                  f"from the right to {_limit_text(right)}", "none", shown)
 
 
 def _approach(point: object, direction: str) -> tuple[sp.Expr, str]:
@@ -301,6 +325,10 @@ def _approach(point: object, direction: str) -> tuple[sp.Expr, str]:
     return at, side
 
 
-def _equals(shown: str, value: sp.Expr | None) -> str:
+def _equals(shown: str, value: sp.Expr | None) -> Answer:
     text = _limit_text(value)
-    return f"{shown}: {text}" if text.startswith(("no limit", "could not")) else f"{shown} = {text}"
+    if text.startswith("no limit"):
+        return Answer(f"{shown}: {text}", "none", shown)
+    if value is None or text.startswith("could not"):
+        return Answer(f"{shown}: {text}", "unknown", shown)
+    return equals(shown, value)

@@ -1,6 +1,11 @@
-"""Business tools: company facts, tire recommendations, service coverage, leads and feedback."""
+"""Business tools: company facts, tire recommendations, service coverage, leads and feedback.
+
+Each returns its words for the model and a typed artifact (tools/business_results.py).
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -15,23 +20,18 @@ from treadwise.profile import (
 )
 from treadwise.storage.leads import InvalidLead, StoreUnavailable
 from treadwise.tools import ToolContext
-
-
-def _quote(text: str, limit: int = 60) -> str:
-    """User text echoed back on one short line, so a huge argument is not repeated in full."""
-    text = " ".join(text.split())
-    return f"'{text[:limit]}...'" if len(text) > limit else f"'{text}'"
-
-
-def _a(word: str) -> str:
-    vowel_sound = word[0] in "AEFHILMNORSX" if word.isupper() else word[0].lower() in "aeiou"
-    return f"an {word}" if vowel_sound else f"a {word}"
-
-
-def _listing(tires: tuple[TireModel, ...]) -> str:
-    lines = (f"{n}. {t.model} (sizes {t.sizes}): {t.reason}" for n, t in enumerate(tires, 1))
-    return "\n".join(lines)
-
+from treadwise.tools.artifacts import worded
+from treadwise.tools.business_results import (
+    BusinessInfo,
+    ErasureResult,
+    FeedbackResult,
+    InterestResult,
+    Nearby,
+    Offer,
+    ServiceAvailability,
+    Tire,
+    TireRecommendation,
+)
 
 # Words that ask what a city offers rather than naming one service.
 ANY_SERVICE = {"", "any", "all", "anything", "all services", "any service", "services"}
@@ -40,6 +40,10 @@ ANY_SERVICE = {"", "any", "all", "anything", "all services", "any service", "ser
 def _summary(message: str, limit: int = 80) -> str:
     text = " ".join(message.split()).rstrip(".!? ")
     return text[:limit].rstrip() + "..." if len(text) > limit else text
+
+
+def _tires(tires: tuple[TireModel, ...]) -> list[Tire]:
+    return [Tire(model=t.model, sizes=t.sizes, reason=t.reason) for t in tires]
 
 
 BUSINESS_TOOLS = ("get_business_info", "get_tire_recommendation", "check_service_availability",
@@ -59,7 +63,8 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
     by default the packaged YAML files are used.
     """
     desk = BusinessDesk(context)
-    return [StructuredTool.from_function(getattr(desk, name), parse_docstring=True)
+    return [StructuredTool.from_function(getattr(desk, name), parse_docstring=True,
+                                         response_format="content_and_artifact")
             for name in BUSINESS_TOOLS]
 
 
@@ -69,7 +74,7 @@ class BusinessDesk:
     def __init__(self, context: ToolContext):
         self.context = context
 
-    def get_business_info(self, topic: str) -> str:
+    def get_business_info(self, topic: str) -> tuple[str, BusinessInfo]:
         """Look up facts about TreadWise Tire Co.: services, mobile installation, Smart Tread
         tire monitoring, fleet services, tire recycling, areas served, opening hours, warranty,
         tire pressure, rotation and tire care, punctures, pricing and contact details. Use it
@@ -80,16 +85,16 @@ class BusinessDesk:
                 "Smart Tread", "where do you operate", "how much does it cost".
         """
         profile = load_business_profile(self.context.business_profile)
-        if section := profile.find_section(topic):
-            return f"{profile.name} - {section.render()}"
-        overview = profile.sections.get("overview") or next(iter(profile.sections.values()))
-        return (
-            f"No specific section on {_quote(topic)}; here is the overview.\n"
-            f"{profile.name} - {overview.render()}\n"
-            f"Topics you can ask about: {', '.join(profile.topics())}."
-        )
+        found = profile.find_section(topic)
+        section = found or profile.sections.get("overview") or next(
+            iter(profile.sections.values()))
+        return worded(BusinessInfo(
+            topic=topic, company=profile.name, section=section.key, title=section.title,
+            text=section.text, facts=list(section.facts), matched=found is not None,
+            topics=[] if found else profile.topics()))
 
-    def get_tire_recommendation(self, vehicle_type: str, usage: str) -> str:
+    def get_tire_recommendation(self, vehicle_type: str,
+                                usage: str) -> tuple[str, TireRecommendation]:
         """Recommend 1-3 TreadWise tire lines, with size ranges and reasons, for a vehicle
         type and how it is driven.
 
@@ -100,30 +105,24 @@ class BusinessDesk:
                 winter/snow, performance/sport, towing.
         """
         catalogue = load_tire_catalogue(self.context.tire_catalogue)
-        supported = (
-            f"Supported vehicle types: {', '.join(catalogue.vehicles.names)}. "
-            f"Usages: {', '.join(catalogue.usages.names)}."
-        )
+        asked: dict[str, Any] = {"vehicle_type": vehicle_type, "usage": usage,
+                 "vehicles": list(catalogue.vehicles.names), "usages": list(catalogue.usages.names)}
         vehicle = catalogue.vehicles.find(vehicle_type)
         if vehicle is None:
-            return f"I don't recognise the vehicle type {_quote(vehicle_type)}. {supported}"
+            return worded(TireRecommendation(outcome="unknown_vehicle", **asked))
         wanted = catalogue.usages.find(usage)
-        if wanted is None:
-            reply = f"I don't recognise the usage {_quote(usage)}. {supported}"
-            if fallback := catalogue.closest(vehicle, "mixed"):
-                other, tires = fallback
-                reply += f"\nAll-round picks for {_a(vehicle)} ({other} use):\n{_listing(tires)}"
-            return reply
-        if tires := catalogue.recommend(vehicle, wanted):
-            return f"Recommended tires for {_a(vehicle)} ({wanted} use):\n{_listing(tires)}"
-        note = catalogue.not_offered.get((vehicle, wanted), "")
-        reply = f"We don't sell a tire line for {_a(vehicle)} used for {wanted}. {note}".rstrip()
-        if alternative := catalogue.closest(vehicle, wanted):
-            other, tires = alternative
-            reply += f"\nClosest alternative - {_a(vehicle)} ({other} use):\n{_listing(tires)}"
-        return f"{reply}\n{supported}"
+        if wanted is not None and (tires := catalogue.recommend(vehicle, wanted)):
+            return worded(TireRecommendation(outcome="recommended", vehicle=vehicle, use=wanted,
+                                             tires=_tires(tires), **asked))
+        # An unknown usage gets all-round picks; a usage not sold for, the closest one.
+        other, picks = catalogue.closest(vehicle, wanted or "mixed") or (None, ())
+        return worded(TireRecommendation(
+            outcome="unknown_usage" if wanted is None else "not_offered", vehicle=vehicle,
+            use=wanted, alternative_use=other, alternatives=_tires(picks),
+            note=catalogue.not_offered.get((vehicle, wanted), "") if wanted else "", **asked))
 
-    def check_service_availability(self, location: str, service_type: str) -> str:
+    def check_service_availability(self, location: str,
+                                   service_type: str) -> tuple[str, ServiceAvailability]:
         """Check whether a TreadWise service is offered in a city and how soon the next slot
         is; if not, name the nearest city that offers it.
 
@@ -133,11 +132,12 @@ class BusinessDesk:
                 repair (puncture, flat), balancing, Smart Tread setup (sensors), recycling;
                 "any" lists everything offered there.
         """
-        return availability(load_coverage(self.context.coverage), location, service_type)
+        return worded(availability(load_coverage(self.context.coverage), location,
+                                   service_type))
 
     def record_customer_interest(self, email: str, name: str, message: str,
                                  replaces: str = "", *,
-                                 config: RunnableConfig) -> str:
+                                 config: RunnableConfig) -> tuple[str, InterestResult]:
         """Save a customer's contact details and what they are interested in, so the sales
         team can follow up. Only call it with an e-mail address the customer gave as their own
         and only when they asked to be contacted.
@@ -160,14 +160,16 @@ class BusinessDesk:
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't save that right now: {exc}.") from exc
         if replaces.strip() and result.stored:
-            return (f"Updated: we'll contact {email.strip()} instead of {replaces.strip()} "
-                    f"about {_summary(message)}.")
+            return worded(InterestResult(outcome="updated", email=email.strip(),
+                                         replaced=replaces.strip(), about=_summary(message)))
         # Whether another conversation gave the same request is nobody's business here:
         # "already on file" only for what this conversation asked before (no oracle).
-        status = "Already on file" if result.duplicate and result.asked_before else "Saved"
-        return f"{status}: we'll contact {email.strip()} about {_summary(message)}."
+        again = result.duplicate and result.asked_before
+        return worded(InterestResult(outcome="already_on_file" if again else "saved",
+                                     email=email.strip(), about=_summary(message)))
 
-    def record_feedback(self, question: str, *, config: RunnableConfig) -> str:
+    def record_feedback(self, question: str, *,
+                        config: RunnableConfig) -> tuple[str, FeedbackResult]:
         """Record a question you could not answer with the other tools, so TreadWise staff
         can follow up on it. Only the customer's own question, in their words.
 
@@ -180,24 +182,19 @@ class BusinessDesk:
             raise ToolException(f"Not saved: {exc}.") from exc
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't save that right now: {exc}.") from exc
-        return f"Noted (ref #{ref}): the TreadWise team will look into this question and follow up."
+        return worded(FeedbackResult(ref=ref))
 
-    def delete_customer_data(self, *, config: RunnableConfig) -> str:
+    def delete_customer_data(self, *, config: RunnableConfig) -> tuple[str, ErasureResult]:
         """Delete what the customer gave in this conversation (their contact requests,
         questions and the conversation itself) when they withdraw consent or ask to delete,
         erase, remove or forget their data. Only call it when the customer asks for that
         themselves.
         """
-        from treadwise.privacy.erasure import (
-            ErasureReport,
-            erase_records,
-            given_addresses,
-            remembered,
-        )
+        from treadwise.privacy.erasure import erase_records, given_addresses, remembered
 
         thread = _thread(config)
         if thread is None:
-            return "Nothing to delete: this conversation has no id, so nothing was stored for it."
+            return worded(ErasureResult(outcome="no_thread"))
         # The addresses the customer gave in this conversation are theirs to erase; one typed
         # only in this request is not (an address is not erased on a visitor's word). The
         # conversation's memory is erased by the agent once the turn ends.
@@ -206,52 +203,49 @@ class BusinessDesk:
             erased = erase_records(thread, self.context.store, given)
         except StoreUnavailable as exc:
             raise ToolException(f"I couldn't delete anything right now: {exc}.") from exc
-        report = ErasureReport(erased.leads, erased.feedback)
-        if not report.anything:
-            return "Nothing to delete: nothing was stored from this conversation."
-        return (f"Deleted: {report.describe()}. What was deleted is gone from the store, and "
-                "nobody will contact the customer.")
+        return worded(ErasureResult.of(erased))
 
 
-def _slot(lead_time: str) -> str:
-    return f"next slot in {lead_time}" if lead_time[:1].isdigit() else f"next slot {lead_time}"
-
-
-def availability(coverage: Coverage, location: str, service_type: str) -> str:
+def availability(coverage: Coverage, location: str, service_type: str) -> ServiceAvailability:
+    """Whether `service_type` is offered in `location`, as the coverage file says."""
+    asked: dict[str, Any] = {"location": location, "service_type": service_type}
     city_name = coverage.places.find(location)
     service = coverage.services.find(service_type)
+    label = coverage.labels[service] if service else None
     if city_name is None:
-        return _not_served(coverage, location, service)
+        return _not_served(coverage, location, service, asked)
     city = coverage.cities[city_name]
-    offered = ", ".join(coverage.labels[s] for s in city.services) or "nothing yet"
-    if service is None and " ".join(service_type.casefold().split()) in ANY_SERVICE:
-        return f"Yes, we serve {city.name}: " + ", ".join(
-            f"{coverage.labels[s]} ({_slot(t)})" for s, t in city.services.items()) + "."
+    offered = [Offer(service=coverage.labels[s], next_slot=t) for s, t in city.services.items()]
     if service is None:
-        return (
-            f"I don't recognise the service {_quote(service_type)}. Services: "
-            f"{', '.join(coverage.labels.values())}. In {city.name} we offer: {offered}."
-        )
-    label = coverage.labels[service]
+        wildcard = " ".join(service_type.casefold().split()) in ANY_SERVICE
+        return ServiceAvailability(outcome="listing" if wildcard else "unknown_service",
+                                   city=city.name, region=city.region, offered=offered,
+                                   services=list(coverage.labels.values()), **asked)
     if lead_time := city.services.get(service):
-        return f"Yes, {label} is available in {city.name} ({_slot(lead_time)})."
-    reply = f"Sorry, {label} is not available in {city.name} yet"
-    if nearest := coverage.nearest_offering(city.name, service):
-        other, miles = nearest
-        lead = _slot(other.services[service])
-        return f"{reply}; nearest: {other.name}, about {miles:.0f} miles away ({lead})."
-    return f"{reply}, nor anywhere else we serve."
+        return ServiceAvailability(outcome="available", city=city.name, region=city.region,
+                                   service=service, label=label, next_slot=lead_time,
+                                   offered=offered, **asked)
+    nearest = coverage.nearest_offering(city.name, service)
+    return ServiceAvailability(
+        outcome="unavailable", city=city.name, region=city.region, service=service, label=label,
+        offered=offered, **asked,
+        nearest=[Nearby(city=other.name, region=other.region, miles=miles,
+                        next_slot=other.services[service])
+                 for other, miles in ([nearest] if nearest else [])])
 
 
-def _not_served(coverage: Coverage, location: str, service: str | None) -> str:
-    served = ", ".join(f"{c.name} ({c.region})" for c in coverage.cities.values())
+def _not_served(coverage: Coverage, location: str, service: str | None,
+                asked: dict[str, Any]) -> ServiceAvailability:
+    served = [f"{c.name} ({c.region})" for c in coverage.cities.values()]
+    label = coverage.labels[service] if service else None
     known = coverage.other_places.find(location)
     if known is None:
-        return f"We don't serve {_quote(location)} yet. TreadWise currently serves: {served}."
+        return ServiceAvailability(outcome="not_served", service=service, label=label,
+                                   served=served, **asked)
     place: City = coverage.elsewhere[known]
-    nearest = coverage.nearest_served(place, service)
-    what = f" for {coverage.labels[service]}" if service else ""
-    closest = " and ".join(f"{city.name} (about {miles:,.0f} miles away)"
-                           for city, miles in nearest)
-    return (f"We don't serve {place.name} ({place.region}) yet. The nearest cities we serve"
-            f"{what}: {closest}. TreadWise currently serves: {served}.")
+    nearest = [Nearby(city=city.name, region=city.region, miles=miles,
+                      next_slot=city.services.get(service) if service else None)
+               for city, miles in coverage.nearest_served(place, service)]
+    return ServiceAvailability(outcome="not_served", city=place.name, region=place.region,
+                               service=service, label=label, nearest=nearest, served=served,
+                               **asked)

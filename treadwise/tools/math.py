@@ -1,4 +1,8 @@
-"""Math tools: exact arithmetic, calculus, equations and area plots, run in the safe math engine."""
+"""Math tools: exact arithmetic, calculus, equations and area plots, run in the safe math engine.
+
+Each returns its statement for the model and a Calculation artifact (tools/math_results.py):
+the operation, its operands and the result as values.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,10 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from treadwise.safemath import MathEngine, MathError, get_engine
 from treadwise.tools import ToolContext
+from treadwise.tools.artifacts import worded
+from treadwise.tools.math_results import Calculation, calculation
 
-PLOT_NOTE = "The shaded area is drawn in the attached plot."
+Result = tuple[str, Calculation]
 PLAIN_TOOLS = ("add", "subtract", "multiply", "divide", "power", "square", "square_root",
                "calculate", "integrate", "differentiate", "solve_equation", "analyze_function",
                "limit")
@@ -20,17 +26,16 @@ PLAIN_TOOLS = ("add", "subtract", "multiply", "divide", "power", "square", "squa
 def math_tools(context: ToolContext) -> list[BaseTool]:
     """The fourteen math tools; `context.math_engine` may supply the MathEngine."""
     box = MathToolbox(context, context.math_engine or get_engine())
-    tools: list[BaseTool] = [StructuredTool.from_function(getattr(box, name), parse_docstring=True)
-                             for name in PLAIN_TOOLS]
-    tools.append(StructuredTool.from_function(box.plot_area, parse_docstring=True,
-                                              response_format="content_and_artifact"))
-    return tools
+    return [StructuredTool.from_function(getattr(box, name), parse_docstring=True,
+                                         response_format="content_and_artifact")
+            for name in (*PLAIN_TOOLS, "plot_area")]
 
 
 def program_tools(context: ToolContext) -> list[BaseTool]:
     """The restricted program tool (self-consistency's program-aided attempts use it)."""
     box = MathToolbox(context, context.math_engine or get_engine())
-    return [StructuredTool.from_function(box.run_program, parse_docstring=True)]
+    return [StructuredTool.from_function(box.run_program, parse_docstring=True,
+                                         response_format="content_and_artifact")]
 
 
 def session_of(config: RunnableConfig | None) -> str | None:
@@ -48,13 +53,16 @@ class MathToolbox:
         self.context = context
         self.engine = engine
 
-    def _run(self, config: RunnableConfig, op: str, **kwargs: Any) -> Any:
+    def _answer(self, config: RunnableConfig, op: str, **kwargs: Any) -> Any:
         try:
             return self.engine.run(op, session=session_of(config), **kwargs)
         except MathError as exc:
             raise ToolException(str(exc)) from None
 
-    def add(self, a: float, b: float, *, config: RunnableConfig) -> str:
+    def _run(self, config: RunnableConfig, op: str, **kwargs: Any) -> Result:
+        return worded(calculation(op, kwargs, self._answer(config, op, **kwargs)))
+
+    def add(self, a: float, b: float, *, config: RunnableConfig) -> Result:
         """Add two numbers exactly (0.1 + 0.2 = 0.3). The result follows the last "=".
 
         Args:
@@ -63,7 +71,7 @@ class MathToolbox:
         """
         return self._run(config, "add", a=a, b=b)
 
-    def subtract(self, a: float, b: float, *, config: RunnableConfig) -> str:
+    def subtract(self, a: float, b: float, *, config: RunnableConfig) -> Result:
         """Subtract b from a exactly. The result follows the last "=".
 
         Args:
@@ -72,7 +80,7 @@ class MathToolbox:
         """
         return self._run(config, "subtract", a=a, b=b)
 
-    def multiply(self, a: float, b: float, *, config: RunnableConfig) -> str:
+    def multiply(self, a: float, b: float, *, config: RunnableConfig) -> Result:
         """Multiply two numbers exactly. The result follows the last "=".
 
         Args:
@@ -81,7 +89,7 @@ class MathToolbox:
         """
         return self._run(config, "multiply", a=a, b=b)
 
-    def divide(self, a: float, b: float, *, config: RunnableConfig) -> str:
+    def divide(self, a: float, b: float, *, config: RunnableConfig) -> Result:
         """Divide a by b exactly (a fraction plus its decimal when it does not terminate).
 
         Args:
@@ -90,7 +98,7 @@ class MathToolbox:
         """
         return self._run(config, "divide", a=a, b=b)
 
-    def power(self, base: float, exponent: float, *, config: RunnableConfig) -> str:
+    def power(self, base: float, exponent: float, *, config: RunnableConfig) -> Result:
         """Raise base to exponent exactly; huge results are given in scientific notation.
 
         Args:
@@ -99,7 +107,7 @@ class MathToolbox:
         """
         return self._run(config, "power", base=base, exponent=exponent)
 
-    def square(self, x: float, *, config: RunnableConfig) -> str:
+    def square(self, x: float, *, config: RunnableConfig) -> Result:
         """Square a number (x²).
 
         Args:
@@ -107,7 +115,7 @@ class MathToolbox:
         """
         return self._run(config, "square", x=x)
 
-    def square_root(self, x: float, *, config: RunnableConfig) -> str:
+    def square_root(self, x: float, *, config: RunnableConfig) -> Result:
         """Square root of a number, exact (sqrt(8) = 2*sqrt(2)) with its decimal value.
 
         Args:
@@ -115,7 +123,7 @@ class MathToolbox:
         """
         return self._run(config, "square_root", x=x)
 
-    def calculate(self, expression: str, *, config: RunnableConfig) -> str:
+    def calculate(self, expression: str, *, config: RunnableConfig) -> Result:
         """Evaluate or simplify a math expression exactly, with a decimal where it helps.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
 
@@ -126,7 +134,7 @@ class MathToolbox:
         return self._run(config, "calculate", expression=expression)
 
     def integrate(self, expression: str, variable: str = "x", lower: str | float | None = None,
-                  upper: str | float | None = None, *, config: RunnableConfig) -> str:
+                  upper: str | float | None = None, *, config: RunnableConfig) -> Result:
         """Integrate a function: exact antiderivative (+ C) without bounds, exact value with
         bounds (a numerical estimate when there is no closed form; says when it diverges).
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -141,7 +149,7 @@ class MathToolbox:
                          lower=lower, upper=upper)
 
     def differentiate(self, expression: str, variable: str = "x", order: int = 1, *,
-                      config: RunnableConfig) -> str:
+                      config: RunnableConfig) -> Result:
         """Differentiate a function exactly, any order from 1 to 10.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
 
@@ -153,7 +161,8 @@ class MathToolbox:
         return self._run(config, "differentiate", expression=expression, variable=variable,
                          order=order)
 
-    def solve_equation(self, equation: str, variable: str = "x", *, config: RunnableConfig) -> str:
+    def solve_equation(self, equation: str, variable: str = "x", *,
+                       config: RunnableConfig) -> Result:
         """Solve an equation for a variable: exact real solutions first, complex ones after,
         a numerical answer when no exact one exists. Without "=" the expression equals 0.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -165,7 +174,7 @@ class MathToolbox:
         return self._run(config, "solve_equation", equation=equation, variable=variable)
 
     def analyze_function(self, expression: str, variable: str = "x", *,
-                         config: RunnableConfig) -> str:
+                         config: RunnableConfig) -> Result:
         """Analyse a real function: domain, roots, y-intercept, derivative, critical points,
         local maxima and minima with their values, and behaviour as x goes to ±infinity.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -177,7 +186,7 @@ class MathToolbox:
         return self._run(config, "analyze_function", expression=expression, variable=variable)
 
     def limit(self, expression: str, variable: str = "x", point: str | float = "0",
-              direction: str = "both", *, config: RunnableConfig) -> str:
+              direction: str = "both", *, config: RunnableConfig) -> Result:
         """The limit of a function as the variable approaches a point or infinity; says when
         the limit does not exist (different from each side, or oscillating).
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -192,7 +201,7 @@ class MathToolbox:
                          direction=direction)
 
     def plot_area(self, expression: str, lower: str | float, upper: str | float,
-                  variable: str = "x", *, config: RunnableConfig) -> tuple[str, str]:
+                  variable: str = "x", *, config: RunnableConfig) -> Result:
         """Plot a function with the area under it between two bounds shaded, and give the
         integral's value. The PNG image is attached to the result.
         Everyday notation works: 2x, x^2, x², sqrt(x), √x, e^x, pi, ln(x), 15% of 240.
@@ -204,12 +213,13 @@ class MathToolbox:
             variable: The function's variable.
         """
         path = (self.context.plots_dir / f"area-{uuid.uuid4().hex[:12]}.png").resolve()
-        text, artifact = self._run(config, "plot_area", expression=expression, lower=lower,
-                                   upper=upper, variable=variable, out_path=str(path))
-        self.context.plots.keep(artifact)
-        return f"{PLOT_NOTE} {text}", artifact
+        operands = {"expression": expression, "lower": lower, "upper": upper,
+                    "variable": variable}
+        answer = self._answer(config, "plot_area", **operands, out_path=str(path))
+        self.context.plots.keep(answer.file)
+        return worded(calculation("plot_area", operands, answer))
 
-    def run_program(self, program: str, *, config: RunnableConfig) -> str:
+    def run_program(self, program: str, *, config: RunnableConfig) -> Result:
         """Run a short math program in the sandbox and give each line's value and the result.
         One statement per line: `name = expression`, or a final expression whose value is the
         result. Expressions use numbers, + - * / ** %, names assigned above, and the math

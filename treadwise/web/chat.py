@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import gradio as gr
 
+from treadwise.agent.request import InvalidRequest, TurnRequest
 from treadwise.agent.strategies import DEFAULT_STRATEGY, strategy_names
 from treadwise.errors import FriendlyError, ModelConfigError, redact
 from treadwise.models import display_name, expectation, loading_message, short_label
@@ -40,7 +40,7 @@ EXAMPLES = [
 STREAM_INTERVAL_S = 0.15
 TICK_S = 1.0
 BACKOFF = 4  # an update that took t to go out is followed by the next after 4 t at least
-TEMPERATURE_RANGE = (0.0, 1.0)
+TEMPERATURE_RANGE = (0.0, 1.0)  # the slider's; a request's temperature is checked against it
 BUSY_WARNING = "A reply is still being written: press Stop first, or wait for it to finish."
 Outputs = tuple[Any, Any, Any, Any]  # chatbot, Send button, Markdown export, JSON export
 
@@ -54,14 +54,6 @@ def _loading_note(spec: str) -> str | None:
 
 def persona_cards(personas: Mapping[str, Persona]) -> str:
     return "\n".join(f"- **{p.name}**: {p.description}" for p in personas.values())
-
-
-def temperature_refusal(value: Any) -> str | None:
-    low, high = TEMPERATURE_RANGE
-    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-    if number is None or math.isnan(number) or not low <= number <= high:
-        return f"The temperature must be a number from {low:g} to {high:g} (got {value!r})."
-    return None
 
 
 class ChatTab:
@@ -266,52 +258,54 @@ class ChatTab:
             return (gr.skip(),) * 5
         return self.resume(thread, session, request)
 
-    def _refusal(self, session: ChatSession, choice: Choice, spec: str,
-                 request: gr.Request) -> str | None:
-        """Why this turn is not run at all, in words (None: run it)."""
+    def _request(self, session: ChatSession, choice: Choice,
+                 request: gr.Request) -> TurnRequest:
+        """The turn's request, from the choice (the pickers', or a hook's), checked once here:
+        InvalidRequest, in words, when it must not run at all."""
         if rate := self.access.rate_refusal(session.key, request):
-            return rate
-        if choice.persona not in self.personas:
-            names = ", ".join(self.personas)
-            return f"There is no persona {choice.persona!r}; pick one of {names}."
-        if (choice.strategy or DEFAULT_STRATEGY) not in self.strategies:
-            names = ", ".join(self.strategies)
-            return f"There is no strategy {choice.strategy!r}; pick one of {names}."
-        # An arm's model was picked by an admin: any visitor may be answered by it.
-        return temperature_refusal(choice.temperature) or (
-            None if choice.arm else self.access.model_refusal(spec, request))
+            raise InvalidRequest(rate)
+        asked = TurnRequest.read(
+            persona=choice.persona, model=choice.spec, temperature=choice.temperature,
+            strategy=choice.strategy, thread_id=session.thread_id,
+            personas_dir=self.settings.personas_dir, temperatures=TEMPERATURE_RANGE,
+            models=self.runner.agent.injected_models())
+        # A hook's model (an experiment's arm) was picked by an admin: anyone may get it.
+        if not choice.arm and (refusal := self.access.model_refusal(asked.model, request)):
+            raise InvalidRequest(refusal)
+        return asked
 
     def _turn(self, message: str, session: ChatSession, choice: Choice,
               request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
         self.keeping.identify(session, request)
         choice = self.hooks.choose(session, choice, request)
-        spec = redact((choice.custom or "").strip() or choice.model or "offline")
-        known = self.personas.get(choice.persona)
-        temperature = choice.temperature
-        turn = Turn(user=message, persona=choice.persona,
-                    persona_name=known.name if known else str(choice.persona), spec=spec,
-                    model=display_name(spec),
-                    temperature=0.0 if temperature_refusal(temperature) else float(temperature))
-        session.turns.append(turn)
-        refusal = self._refusal(session, choice, spec, request)
-        if refusal is not None:
-            turn.failure, turn.status = FriendlyError("input_rejected", refusal), "error"
+        try:
+            asked = self._request(session, choice, request)
+        except ModelConfigError as exc:
+            spec = redact(choice.spec)
+            known = self.personas.get(choice.persona)
+            turn = Turn(user=message, persona=str(choice.persona),
+                        persona_name=known.name if known else str(choice.persona), spec=spec,
+                        model=display_name(spec), temperature=0.0)
+            turn.failure, turn.status = FriendlyError("input_rejected", str(exc)), "error"
+            session.turns.append(turn)
         else:
-            if note := _loading_note(spec):
+            turn = Turn(user=message, persona=asked.persona.key,
+                        persona_name=asked.persona.name, spec=asked.model, model=asked.shown,
+                        temperature=asked.settings.temperature)
+            session.turns.append(turn)
+            if note := _loading_note(asked.model):
                 gr.Info(note)
             yield False, self._view(session, running=True)
-            for _ in self.follow(turn, session, choice.strategy or DEFAULT_STRATEGY):
+            for _ in self.follow(turn, asked):
                 yield False, self._view(session)
         self.hooks.record(turn, choice.arm)
         yield True, self._view(session, final=True)
 
-    def follow(self, turn: Turn, session: ChatSession, strategy: str) -> Iterator[None]:
+    def follow(self, turn: Turn, asked: TurnRequest) -> Iterator[None]:
         """Apply the turn's events as they come; yield when the page should show them."""
         shown, dirty, interval = time.monotonic(), False, STREAM_INTERVAL_S
-        events = self.runner.stream(turn, session.thread_id, turn.user, persona=turn.persona,
-                                    model=turn.spec, temperature=turn.temperature,
-                                    strategy=strategy)
+        events = self.runner.stream(turn, asked)
         try:
             for event in events:
                 if event is not None:

@@ -21,14 +21,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Choice:
-    """What the pickers said for one turn (checked before the turn runs)."""
+    """What the pickers said for one turn, as sent (an API caller may send anything), or
+    what a hook chose instead: made into one TurnRequest, checked once, before the turn runs
+    (web/chat.py)."""
 
     persona: str
     model: str
     custom: str
-    temperature: Any
+    temperature: float
     strategy: str
     arm: tuple[str, str, str] | None = None  # (experiment, arm, visitor): a chat hook decided
+
+    @property
+    def spec(self) -> str:
+        """The model spec: the custom field when filled in, else the picked model."""
+        return (self.custom or "").strip() or self.model or "offline"
 
 
 class ChatHook(Protocol):

@@ -137,6 +137,9 @@ def step_message(turn: Turn, index: int, now: float) -> dict[str, Any]:
     elif step.result is not None:
         body.append(f"**Result**\n\n{code_block(step.result)}")
         metadata["status"] = "done"
+        # What the tool found, from its typed artifact: "= 9", "saved", "available".
+        if step.artifact is not None and (found := step.artifact.brief()):
+            metadata["title"] = f"Tool: {name} \u00b7 {plain_inline(found, 60)}"
     elif turn.running:
         body.append("*Running\u2026*")
         metadata.update(title=f"Tool: {name}{elapsed(turn.step_started.get(step.id), now)}",

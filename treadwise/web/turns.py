@@ -14,6 +14,7 @@ from treadwise.errors import FriendlyError, classify
 
 if TYPE_CHECKING:
     from treadwise.agent import Agent, Event
+    from treadwise.agent.request import TurnRequest
     from treadwise.settings import Settings
     from treadwise.web.session import Turn
 
@@ -42,6 +43,11 @@ class LazyAgent:
 
                     self._agent = Agent(self.settings)
         return self._agent
+
+    def injected_models(self) -> frozenset[str]:
+        """Names of the models an embedding app gave its Agent (they are not specs); an agent
+        built here from the settings has none, and is not built to say so."""
+        return frozenset(self._agent.injected_models) if self._agent is not None else frozenset()
 
     def warm_up(self) -> threading.Thread:
         def build() -> None:
@@ -93,11 +99,11 @@ class TurnRunner:
         self.agent = agent
         self.locks = ThreadLocks()
 
-    def stream(self, turn: Turn, thread_id: str, message: str,
-               **options: Any) -> Generator[Event | FriendlyError | None, None, None]:
+    def stream(self, turn: Turn,
+               request: TurnRequest) -> Generator[Event | FriendlyError | None, None, None]:
+        """The events of `turn` (its message) as `request` asks it to be answered."""
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        worker = threading.Thread(target=self._work, args=(turn, thread_id, message, options,
-                                                           events),
+        worker = threading.Thread(target=self._work, args=(turn, request, events),
                                   name=f"turn-{turn.id}", daemon=True)
         worker.start()
         while not turn.stop_requested:
@@ -110,26 +116,24 @@ class TurnRunner:
                 return
             yield item
 
-    def _work(self, turn: Turn, thread_id: str, message: str, options: dict[str, Any],
-              events: queue.SimpleQueue[Any]) -> None:
+    def _work(self, turn: Turn, request: TurnRequest, events: queue.SimpleQueue[Any]) -> None:
         try:
-            with self.locks.hold(thread_id):
-                self._run(turn, thread_id, message, options, events)
+            with self.locks.hold(request.thread_id):
+                self._run(turn, request, events)
         except Exception as exc:
             log.exception("chat turn failed")
             events.put(classify(exc))
         finally:
             events.put(_DONE)
 
-    def _run(self, turn: Turn, thread_id: str, message: str, options: dict[str, Any],
-             events: queue.SimpleQueue[Any]) -> None:
+    def _run(self, turn: Turn, request: TurnRequest, events: queue.SimpleQueue[Any]) -> None:
         from treadwise.agent import TextDelta, TurnFinished
 
         if turn.stop_requested:
             return  # stopped while waiting for the thread's previous turn
         agent = self.agent.get()
         turn.began = time.time()
-        stream = agent.stream(message, thread_id=thread_id, **options)
+        stream = agent.stream(turn.user, request)
         with closing(stream):  # closing it early is how the agent learns the turn stopped
             for event in stream:
                 if isinstance(event, TurnFinished) and not turn.settle():

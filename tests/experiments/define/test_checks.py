@@ -52,7 +52,7 @@ def test_every_registered_kind_is_covered_here():
     tested = {"no_error", "tools_called", "no_tools", "forbidden_tools", "tool_args",
               "tool_result_matches", "answer_matches", "answer_excludes", "answer_number",
               "lead_stored", "no_lead", "max_leads", "leads_from_user", "feedback_recorded",
-              "no_feedback", "png_artifact", "max_iterations", "grounded"}
+              "no_feedback", "png_artifact", "max_iterations", "grounded", "tool_found"}
     assert set(CHECKS) == tested
 
 
@@ -136,6 +136,27 @@ def test_tool_result_matches(tmp_path):
                result)[0]
     assert not run({"kind": "tool_result_matches", "tool": "integrate", "pattern": "27"},
                    result)[0]
+
+
+def test_tool_found_reads_the_artifact_not_the_words(tmp_path):
+    from treadwise.tools.business_results import InterestResult
+    from treadwise.tools.math_results import MathResult
+
+    nine = MathResult(operation="integrate", operands={}, statement="x", shown="9", exact="9",
+                      approx=9.0)
+    lead = InterestResult(outcome="already_on_file", email="a@b.example", about="quote")
+    # Words that say otherwise: the checks go by what the tools found.
+    result = outcome(tmp_path, turn("", [
+        ToolStep("1", "integrate", {}, result="= 27", artifact=nine),
+        ToolStep("2", "record_customer_interest", {}, result="Saved", artifact=lead)]))
+    assert run({"kind": "tool_found", "tool": "integrate", "value": 9}, result)[0]
+    passed, why = run({"kind": "tool_found", "tool": "integrate", "value": 27}, result)
+    assert not passed and "got = 9" in why
+    assert run({"kind": "tool_found", "tool": "record_customer_interest",
+                "outcome": "already_on_file"}, result)[0]
+    assert not run({"kind": "tool_found", "tool": "record_customer_interest",
+                    "outcome": "saved"}, result)[0]
+    assert not run({"kind": "tool_found", "tool": "add"}, result)[0]
 
 
 def test_answer_matches_and_excludes(tmp_path):

@@ -225,3 +225,34 @@ def test_strategies_are_a_factor_and_react_keeps_todays_case_keys(tmp_path, monk
     assert len({r["config_hash"] for r in rows}) == 2
     if "seen" in locals():
         assert sorted(seen, key=str) == [None, "plan-verify"]
+
+
+def test_a_grids_temperature_and_seed_reach_the_provider(tmp_path, monkeypatch):
+    with OpenAIServer(tool_then_answer("get_business_info", {"topic": "hours"})) as server:
+        openai_env(monkeypatch, server)
+        grid = write_grid(tmp_path, [HOURS], models=["openai:gpt-4o-mini"],
+                          temperatures=[0.35], repeats=2)
+        run_dir, _ = sweep(grid, tmp_path / "out")
+        sent = list(server.requests)
+    rows = read_rows(run_dir / RESULTS_FILE)
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    assert {r["temperature"] for r in sent} == {0.35} and len(sent) == 4
+    # Each case's own seed: the two repeats ask with different ones, each turn with its case's.
+    assert len({r["seed"] for r in sent}) == 2 and all(isinstance(r["seed"], int) for r in sent)
+
+
+def test_a_case_whose_request_cannot_be_made_is_an_error_row(tmp_path):
+    import dataclasses
+
+    from experiments.run.prepare import prepare
+
+    grid = load_grid(write_grid(tmp_path, [HOURS]))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    runner = prepare(grid, run_dir).runner(grid, run_dir, package_version="t", git_commit="t")
+    case = grid.cases()[0]
+    pirate = dataclasses.replace(case, cell=dataclasses.replace(case.cell, persona="pirate"))
+    record = runner.run(pirate)
+    assert record.row.status == "error"
+    assert "There is no persona 'pirate'; pick one of friendly" in record.row.error_message
+    assert runner.run(case).row.status == "ok"

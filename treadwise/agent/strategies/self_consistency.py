@@ -29,6 +29,7 @@ from treadwise.agent.strategies.steps import (
 )
 from treadwise.conversation import current_turn
 from treadwise.settings import CONSISTENCY_APPROACHES, Settings
+from treadwise.tools.math_results import calculation_of
 
 # Calls kept back while attempting: one to self-correct, one to write.
 RESERVE = 2
@@ -139,8 +140,7 @@ def _number(text: str, first: bool) -> str | None:
 
 def extract_program(text: str) -> str | None:
     """The program in a reply: its last ```python block, or the whole reply when it has none."""
-    blocks = FENCE_RE.findall(text)
-    if blocks:
+    if blocks := FENCE_RE.findall(text):
         return blocks[-1].strip() or None
     # Unfenced, it must look like a program: every line but the last an assignment.
     lines = [line for line in text.strip().splitlines() if line.strip()]
@@ -314,22 +314,26 @@ def _program_tools(kit: Kit) -> list[Any]:
 
 def _answer_of(approach: str, text: str,
                mine: list[AnyMessage]) -> tuple[str | None, str | None]:
-    """(the answer that counts in the vote, the answer the attempt stated).
-
-    Only answers a successful tool result or program produced count: a program's result line,
-    or a tool attempt's stated answer when one of its successful tool results gives it (a
-    capped attempt that wrote none answers with its last result). Step-by-step reasoning, or
-    a number read from an error ("the limit is 10,000 digits"), states an answer but never
-    counts."""
+    """(the answer that counts in the vote, the answer the attempt stated). Only answers a
+    successful tool result or program produced count: a program's result, or a tool attempt's
+    stated answer when one of its tool results gives it (a capped attempt that wrote none
+    answers with its last result). Reasoning alone, or a number read from an error ("the limit
+    is 10,000 digits"), states an answer but never counts."""
     results = [m for m in mine if isinstance(m, ToolMessage) and m.status != "error"]
     if approach == "program":
         runs = [m for m in results if m.name == "run_program"]
-        answer = extract_answer(runs[-1].text.rsplit("Result:", 1)[-1]) if runs else None
+        answer = _found(runs[-1]) if runs else None
         return answer, answer
     stated = extract_answer(text) if text.strip() or approach != "react" else (
-        extract_answer(results[-1].text) if results else None)
-    produced = {extract_answer(m.text) for m in results} - {None}
+        _found(results[-1]) if results else None)
+    produced = {_found(m) for m in results} - {None}
     return (stated if approach == "react" and stated in produced else None), stated
+
+
+def _found(result: ToolMessage) -> str | None:
+    """What a tool result answers: its math artifact's value as shown, else its text's."""
+    found = calculation_of(result)
+    return extract_answer(found.shown if found else result.text)
 
 
 def _entry(approach: str, text: str, used: int, mine: list[AnyMessage]) -> dict[str, Any]:
