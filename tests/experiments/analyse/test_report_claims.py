@@ -16,8 +16,7 @@ import pytest
 from experiments.analyse import findings
 from experiments.analyse.report import write_report
 from experiments.store.folder import write_meta
-from experiments.store.results_file import RESULTS_FILE, ResultsWriter
-from tests.experiments.analyse.test_report import row
+from tests.experiments.analyse.test_report import RowsWriter, row
 
 PERSONAS = ("friendly", "technical", "cautious")
 
@@ -27,7 +26,7 @@ def crossed_run(folder: Path, scenarios: int, fails=lambda persona, scenario: Fa
     """The default sweep's shape: 3 personas x temperatures x repeats over `scenarios`
     scenarios, every case passing unless `fails(persona, scenario)`."""
     folder.mkdir(parents=True, exist_ok=True)
-    with ResultsWriter(folder / RESULTS_FILE) as writer:
+    with RowsWriter(folder) as writer:
         for s, persona, t, r in itertools.product(range(scenarios), PERSONAS, temperatures,
                                                   range(1, repeats + 1)):
             writer.write(row(persona=persona, temperature=t, config_hash=f"{persona}{t}",
@@ -95,7 +94,7 @@ def test_the_best_configurations_rate_allows_for_having_picked_it(tmp_path):
 
     folder = tmp_path / "run"
     folder.mkdir()
-    with ResultsWriter(folder / RESULTS_FILE) as writer:
+    with RowsWriter(folder) as writer:
         for config, s in itertools.product(range(12), range(8)):
             passed = (s + config) % 8 < (6 if config == 0 else 4)
             writer.write(row(persona=PERSONAS[config % 3], temperature=config / 10,
