@@ -5,8 +5,6 @@ and out-of-range pickers refused without a server traceback."""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from tests.conftest import REPO
+from tests.support.cli import experiments
 from tests.support.webapp import chat_text, loopback_client, serve_in_process
 from treadwise.settings import Settings
 from treadwise.web.access import ADMIN_ONLY
@@ -105,9 +104,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "name": "typed", "personas": ["friendly"], "models": ["offline"], "temperatures": [0.0],
         "scenarios": {"file": "scenarios.yaml"}}))
     out = folder / "results"
-    done = subprocess.run([sys.executable, "-m", "experiments", "run", "--grid",
-                           str(folder / "grid.yaml"), "--out", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = experiments("run", "--grid", str(folder / "grid.yaml"), "--out", str(out), cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     run = next(out.iterdir())
     assert MARKER in (run / "transcripts.jsonl").read_text()

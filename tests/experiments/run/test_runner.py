@@ -20,6 +20,7 @@ from experiments.run.runner import Progress, SweepError, run_sweep
 from experiments.store.folder import read_meta
 from experiments.store.records_file import RECORDS_FILE, read_records
 from experiments.store.results_file import RESULTS_FILE, read_rows
+from tests.support.cli import experiments
 from tests.support.loopback import OpenAIServer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -48,7 +49,12 @@ def sweep(grid: Path, out: Path, **options) -> tuple[Path, list[str]]:
     return run_dir, lines
 
 
-def cli(repo: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def cli(repo: Path, *args: str, timeout: float = 240,
+        process: bool = False) -> subprocess.CompletedProcess:
+    """`python -m experiments ARGS` in `repo`: in this process (tests/support/cli.py), or as a
+    real process where starting one is what the test is about."""
+    if not process:
+        return experiments(*args, cwd=repo)
     return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=repo,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
@@ -66,7 +72,7 @@ def valid_png(path: Path) -> bool:
 @pytest.mark.slow
 def test_default_grid_runs_with_no_key_through_the_cli(repo, tmp_path):
     started = time.perf_counter()
-    done = cli(repo, "run", "--out", str(tmp_path), timeout=280)
+    done = cli(repo, "run", "--out", str(tmp_path), timeout=280, process=True)
     assert done.returncode == 0, done.stderr[-2000:]
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     scenarios = load_scenarios(DEFAULT_SCENARIOS)
