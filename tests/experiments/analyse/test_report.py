@@ -188,6 +188,7 @@ def valid_png(path: Path) -> bool:
 
 
 @pytest.mark.parametrize("priced", [False, True])
+@pytest.mark.slow
 def test_report_writes_tables_charts_with_captions_and_markdown(tmp_path, priced):
     synthetic_run(tmp_path, priced=priced)
     text = write_report(tmp_path).read_text()
