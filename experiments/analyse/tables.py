@@ -149,21 +149,9 @@ def summarise(df: Any) -> Any:
                                ascending=[False, False, True]).reset_index(drop=True)
 
 
-def factor_effects(df: Any) -> Any:
-    """Each varied factor's levels against its first (findings.effect_table)."""
-    return findings.effect_table(df)
-
-
-def best_vs_rest(df: Any, summary: Any) -> Any:
-    """The best configuration against each other one (findings.winner_table)."""
-    return findings.winner_table(df, dict(zip(summary["config_hash"], summary["label"],
-                                              strict=True)))
-
-
 def calls_per_turn(row: Any) -> float:
     """A case's mean model calls per user turn (its turns' counts, else its total)."""
-    counts = [int(v) for v in str(getattr(row, "turn_model_calls", "")).split("|")
-              if v.strip().isdigit()]
+    counts = getattr(row, "turn_model_calls", None)
     if counts:
         return sum(counts) / len(counts)
     total = getattr(row, "model_calls", math.nan)
@@ -179,7 +167,7 @@ def strategy_comparison(df: Any) -> Any:
     for name, group in df.groupby("strategy", sort=True):
         judged = group[group["judged"]]
         calls = judged.assign(value=[calls_per_turn(r) for r in judged.itertuples()])
-        found = inference.level_mean(calls, "value", bounds=None)
+        found = inference.level_mean(calls, "value", bounds=None, count=True)
         rows.append({"strategy": name, **rate(group), "calls_per_turn": found.value,
                      "calls_low": found.low, "calls_high": found.high,
                      "most_calls": calls["value"].max() if len(calls) else math.nan})
@@ -210,10 +198,9 @@ def check_failures(df: Any) -> Any:
     cases = judged.groupby("scenario").size()
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for r in judged.itertuples():
-        details = dict(d.split(": ", 1) for d in r.check_details.split(" | ") if ": " in d)
-        for check in filter(None, r.failed_checks.split(";")):
-            entry = rows.setdefault((r.scenario, check), {"failures": 0,
-                                                          "example": details.get(check, "")})
+        for check in r.failed_checks:
+            entry = rows.setdefault((r.scenario, check), {
+                "failures": 0, "example": r.check_details.get(check, "")})
             entry["failures"] += 1
     table = [{"scenario": s, "check": c, "failures": e["failures"], "cases": int(cases[s]),
               "pass_rate": 1 - e["failures"] / cases[s], "example": e["example"]}
