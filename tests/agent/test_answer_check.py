@@ -129,3 +129,16 @@ def test_a_percentage_as_a_rise_is_not_the_share_asked_for(data_dir):
     raised = ScriptedModel(script=[call("multiply", a=1.15, b=240), quoting])
     result = agent_for(data_dir, raised).run("What is 240 increased by 15%?", model="scripted")
     assert result.answer.endswith("= 276")
+
+
+def test_a_two_step_ask_stopped_after_its_first_step_says_so(data_dir):
+    model = ScriptedModel(script=[call("add", a=5, b=4), AIMessage("Here you go! 5 + 4 = 9.")])
+    result = agent_for(data_dir, model).run("Add 5 and 4, then square the result",
+                                            model="scripted")
+    assert "5 + 4 = 9" in result.answer and "square the result" in result.answer
+    assert not result.answer.startswith("Here you go")
+    whole = ScriptedModel(script=[call("calculate", expression="(5 + 4)^2"),
+                                  AIMessage("(5 + 4)^2 = 81")])
+    result = agent_for(data_dir, whole).run("Add 5 and 4, then square the result",
+                                            model="scripted")
+    assert result.answer == "(5 + 4)^2 = 81"

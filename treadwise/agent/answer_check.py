@@ -21,7 +21,7 @@ from langchain_core.messages import AnyMessage, ToolMessage
 from treadwise.agent.argument_check import say
 from treadwise.conversation import current_turn
 from treadwise.evidence import numbers
-from treadwise.evidence.clauses import BACK_REFERENCE, clauses
+from treadwise.evidence.clauses import BACK_REFERENCE, clauses, plan
 from treadwise.evidence.conversation import Evidence
 from treadwise.privacy.consent import Refusal
 from treadwise.tools.artifacts import artifact_of
@@ -235,3 +235,21 @@ def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> 
         return None
     return say("mismatch", persona,
                problem=f"I had no calculation behind {numbers.as_json(invented[0])}")
+
+
+def unfinished(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> str | None:
+    """The honest reply to give instead of an answer that stops a two-step ask after its
+    first step ("5 + 4 = 9" for "add 5 and 4, then square the result"); None otherwise."""
+    said = Evidence.of(messages).said
+    steps = plan(said[-1]) if said else []
+    found = [c for m in current_turn(messages) if isinstance(m, ToolMessage)
+             and m.status != "error" and (c := calculation_of(m)) is not None]
+    if len(steps) < 2 or not found or not _said("|".join(CUES.values()), steps[-1].text):
+        return None
+    last = found[-1]
+    done = [last.operation] if last.operation in CUES else \
+        _operators(str(last.operands.get("expression", "")))
+    if any(_said(CUES.get(op) or OPERATOR_CUES.get(op, r"$^"), steps[-1].text) for op in done):
+        return None
+    return say("mismatch", persona,
+               problem=f"I only got as far as {last.statement}, not \"{steps[-1].text}\"")

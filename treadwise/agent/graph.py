@@ -230,7 +230,8 @@ def _honest(response: AIMessage, prompt: Sequence[AnyMessage], context: TurnCont
         return None
     return argument_check.instead_of(response, prompt) or \
         tool_errors.in_voice(response, prompt, context.persona) or \
-        answer_check.unbacked(response.text, prompt, context.persona)
+        answer_check.unbacked(response.text, prompt, context.persona) or \
+        answer_check.unfinished(response.text, prompt, context.persona)
 
 
 class Kit:
