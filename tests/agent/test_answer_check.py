@@ -108,6 +108,7 @@ def test_a_percentage_used_as_a_whole_number_is_not_the_answer(data_dir):
     model = ScriptedModel(script=[call("multiply", a=15, b=240),
                                   call("multiply", 1, a=0.15, b=240), quoting])
     result = agent_for(data_dir, model).run("Calculate 15% of 240", model="scripted")
+    assert result.tool_calls[0].error and result.tool_calls[0].result is None  # 15 x 240
     assert "3600" not in result.answer and result.answer.endswith("= 36")
 
 
