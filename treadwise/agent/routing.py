@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from treadwise.conversation import STAGE_KEY
+from treadwise.conversation import MORE_TOOLS, STAGE_KEY
 from treadwise.settings import ROUTING_MODES
 
 # What the graph says when a model's reply was empty or unreadable: ours, not the customer's.
@@ -193,5 +193,4 @@ def unbound_note(tools: Sequence[Any], bound: Sequence[Any]) -> str:
     others = [tool.name for tool in tools if tool.name not in chosen]
     if not others:
         return ""
-    return ("More tools exist for this conversation; call one by name if you need it: "
-            f"{', '.join(others)}.")
+    return f"{MORE_TOOLS}{', '.join(others)}."
