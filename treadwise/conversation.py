@@ -12,6 +12,11 @@ Message = TypeVar("Message", bound=BaseMessage)
 # Marks the message that hands a strategy's stage its material (a plan, a draft, notes), so a
 # model reading the prompt can tell it from the customer's own words.
 STAGE_KEY = "treadwise_stage"
+# What the graph says when a model's reply was empty or unreadable: ours, not the customer's.
+EMPTY_REPLY_NUDGE = (
+    "Your previous reply was empty or could not be read. Answer my last message directly in "
+    "plain text, using the tool results above if there are any."
+)
 # How a call's system message names the tools it was not given (routing binds a few groups);
 # the tools node still runs them, so a model may call any of them by name.
 MORE_TOOLS = "More tools exist for this conversation; call one by name if you need it: "

@@ -21,6 +21,7 @@ from treadwise.rules.mathwords import (
     substitute,
 )
 from treadwise.rules.plan import PREVIOUS, Call, Plan, ask, single
+from treadwise.rules.recall import plan_recall
 from treadwise.rules.understanding import Reading, bare_place, understand
 
 ARITHMETIC_METHOD = "exact arithmetic (fractions stay fractions), in the usual order of operations"
@@ -213,5 +214,9 @@ def read_turn(messages: Sequence[BaseMessage]) -> tuple[str, DialogueState, Plan
     """The latest user message, the dialogue state before it, and the plan for it."""
     start = turn_start(messages)
     human = messages[start].text if start >= 0 else ""
-    state = dialogue.latest(messages[:max(start, 0)])
-    return human, state, decide(understand(human), state)
+    history = messages[:max(start, 0)]
+    state = dialogue.latest(history)
+    reading = understand(human)
+    # "What did I just ask?" is answered from the conversation, before any topic is read.
+    plan = plan_recall(reading.core, history, state) if reading.text else None
+    return human, state, plan or decide(reading, state)
