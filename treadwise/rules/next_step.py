@@ -66,6 +66,11 @@ def _private(reading: Reading, state: DialogueState) -> Plan | None:
     return ask("privacy", "private_refused") if reading.private else None
 
 
+def _markup(reading: Reading, state: DialogueState) -> Plan | None:
+    """Pasted HTML is not read for topics: "<p>Open the app</p>" asks nothing about hours."""
+    return ask("unknown", "not_understood") if reading.markup else None
+
+
 def _language(reading: Reading, state: DialogueState) -> Plan | None:
     if reading.language is None:
         return None
@@ -183,7 +188,8 @@ def _business(reading: Reading, state: DialogueState) -> Plan | None:
     topic = reading.topic
     if topic is None and reading.service and reading.availability:
         topic = "services"
-    if topic is None:
+    if topic is None or not reading.addressed:
+        # "colorless green ideas sleep furiously" names no question, only the word "green".
         return None
     section = profile.load_business_profile().sections[topic]
     plan = single("business", Call("get_business_info", {"topic": section.title}), "info",
@@ -206,8 +212,9 @@ def _unknown(reading: Reading, state: DialogueState) -> Plan:
     return ask("unknown", "not_understood")
 
 
-HANDLERS: list[Handler] = [_empty, _secret, _private, _language, plan_contact, _pending, _smalltalk,
-                           _math, _tires, _service, _business, _math_unclear, _unknown]
+HANDLERS: list[Handler] = [_empty, _secret, _private, _markup, _language, plan_contact, _pending,
+                           _smalltalk, _math, _tires, _service, _business, _math_unclear,
+                           _unknown]
 
 
 def read_turn(messages: Sequence[BaseMessage]) -> tuple[str, DialogueState, Plan]:
