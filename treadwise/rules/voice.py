@@ -40,7 +40,7 @@ PRONOUNS = {"my": "your", "our": "your", "me": "you", "i": "you", "us": "you", "
 
 # What a customer hears instead of an internal failure (a tool's name, an exception).
 CANNOT_HERE = "that isn't something I can do in this chat"
-SOMETHING_WRONG = "something went wrong on my side."
+SOMETHING_WRONG = "something went wrong on my side"
 INTERNAL_RE = re.compile(r"Traceback|\b\w+(?:Error|Exception)\b|\btools?\b|\b\w+_\w+\(")
 
 
@@ -81,9 +81,9 @@ class Voice:
         planned = {c.tool for s in plan.steps for c in s}
         if errors:
             # A guard's refusal explains itself to models; people get its plain ask.
-            problem = _first_sentence(errors[-1])
-            return customer_ask(errors[-1]) or self.pick(
-                "error", error=plain_problem(problem, planned | tool_names))
+            problem = plain_problem(_first_sentence(errors[-1]), planned | tool_names)
+            return customer_ask(errors[-1]) or self.pick("tool_failed",
+                                                         problem=problem.rstrip(". "))
         if not results:
             # Customers hear what could not be done, never which tool was missing.
             if "record_feedback" in planned - tool_names:
@@ -185,8 +185,9 @@ def _sentence(text: str) -> str:
 
 def plain_problem(problem: str, tools: set[str]) -> str:
     """A tool's complaint as a customer may read it: its own words ("cannot divide by zero"),
-    unless they name a tool or an internal failure."""
-    named = any(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", problem) for name in tools)
+    unless they name a tool ("record_feedback") or an internal failure."""
+    # Names that are everyday words ("divide") only count when called a tool (INTERNAL_RE).
+    named = any(name in problem for name in tools if "_" in name)
     return SOMETHING_WRONG if named or INTERNAL_RE.search(problem) else problem
 
 
