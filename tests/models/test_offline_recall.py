@@ -13,7 +13,6 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from treadwise.agent import Agent
 from treadwise.models.offline import OfflineModel
 from treadwise.personas import get_persona
-from treadwise.rules.voice import plain_problem
 from treadwise.settings import Settings
 from treadwise.storage.sqlite import Store
 from treadwise.tools import ToolContext, get_tools
@@ -144,17 +143,22 @@ def test_a_tool_missing_from_the_setup_is_never_named():
         assert "record_feedback" not in reply.text
 
 
-def test_a_tools_complaint_is_shown_only_in_plain_words(tool_names):
-    assert plain_problem("cannot divide by zero", tool_names) == "cannot divide by zero"
+def failed_turn(model: OfflineModel, complaint: str) -> list:
+    """"Add 5 and 4", the model's call, and the tool's complaint about it."""
+    call = {"name": "add", "args": {"a": 5, "b": 4}, "id": "c1", "type": "tool_call"}
+    return [HumanMessage("Add 5 and 4"),
+            model.message([], "", []).model_copy(update={"tool_calls": [call]}),
+            ToolMessage(f"Error: {complaint}", tool_call_id="c1", name="add", status="error")]
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_a_tools_complaint_is_shown_only_in_plain_words(tool_names, persona):
+    model, speaker = OfflineModel(), get_persona(persona)
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {}}}]
+    plain = model.respond_turn(failed_turn(model, "cannot divide by zero"), tools, None, speaker)
+    assert "cannot divide by zero" in plain.text
+    assert_customer_facing(plain.text, tool_names)
     for internal in ("record_feedback is not a valid tool, try one of [add]",
                      "ValueError: bad input", "unexpected keyword in get_business_info"):
-        assert_customer_facing(plain_problem(internal, tool_names), tool_names)
-    model = OfflineModel()
-    turn = [HumanMessage("Add 5 and 4"),
-            model.message([], "", []).model_copy(update={"tool_calls": [
-                {"name": "add", "args": {"a": 5, "b": 4}, "id": "c1", "type": "tool_call"}]}),
-            ToolMessage("Error: add is not a valid tool", tool_call_id="c1", name="add",
-                        status="error")]
-    tools = [{"type": "function", "function": {"name": "add", "parameters": {}}}]
-    reply = model.respond_turn(turn, tools, None, get_persona("technical"))
-    assert_customer_facing(reply.text, tool_names)
+        reply = model.respond_turn(failed_turn(model, internal), tools, None, speaker)
+        assert_customer_facing(reply.text, tool_names)

@@ -41,7 +41,9 @@ PRONOUNS = {"my": "your", "our": "your", "me": "you", "i": "you", "us": "you", "
 # What a customer hears instead of an internal failure (a tool's name, an exception).
 CANNOT_HERE = "that isn't something I can do in this chat"
 SOMETHING_WRONG = "something went wrong on my side"
-INTERNAL_RE = re.compile(r"Traceback|\b\w+(?:Error|Exception)\b|\btools?\b|\b\w+_\w+\(")
+# An exception's name, the word tool, a call or a snake_case name ("get_business_info").
+INTERNAL_RE = re.compile(r"Traceback|\b\w+(?:Error|Exception)\b|\btools?\b|\b\w+_\w+\("
+                         r"|\b[a-z]{2,}(?:_[a-z]{2,})+\b")
 
 
 class _Blank(dict):
@@ -81,7 +83,7 @@ class Voice:
         planned = {c.tool for s in plan.steps for c in s}
         if errors:
             # A guard's refusal explains itself to models; people get its plain ask.
-            problem = plain_problem(_first_sentence(errors[-1]), planned | tool_names)
+            problem = plain_problem(_first_sentence(errors[-1]))
             return customer_ask(errors[-1]) or self.pick("tool_failed",
                                                          problem=problem.rstrip(". "))
         if not results:
@@ -183,12 +185,10 @@ def _sentence(text: str) -> str:
     return text if not text or text[-1] in ".!?:" else text + "."
 
 
-def plain_problem(problem: str, tools: set[str]) -> str:
+def plain_problem(problem: str) -> str:
     """A tool's complaint as a customer may read it: its own words ("cannot divide by zero"),
     unless they name a tool ("record_feedback") or an internal failure."""
-    # Names that are everyday words ("divide") only count when called a tool (INTERNAL_RE).
-    named = any(name in problem for name in tools if "_" in name)
-    return SOMETHING_WRONG if named or INTERNAL_RE.search(problem) else problem
+    return SOMETHING_WRONG if INTERNAL_RE.search(problem) else problem
 
 
 def _first_sentence(text: str) -> str:
