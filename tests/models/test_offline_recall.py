@@ -75,6 +75,7 @@ def test_the_personas_recall_in_their_own_voices(agent):
     replies = {persona: converse(agent, persona, "voices", "Add 5 and 4",
                                  "what did I just ask you?")[1].answer for persona in PERSONAS}
     assert len(set(replies.values())) == len(PERSONAS), replies
+    assert all('"Add 5 and 4"' in reply for reply in replies.values()), replies
 
 
 def test_nothing_to_recall_is_said_plainly(agent, tool_names):
