@@ -114,6 +114,7 @@ def test_a_real_question_it_cannot_answer_is_recorded_and_said_so(tmp_path: Path
     '<div class="app"><p>Smart Tread</p></div>',
     "<p>Open the app</p>",
     '<img src="x" onerror="alert(1)">',
+    "<script>what is this?</script>",
 ])
 def test_nonsense_and_markup_get_the_honest_fallback(agent, tool_names, persona, message):
     [result] = converse(agent, persona, f"noise-{message}", message)

@@ -95,6 +95,9 @@ NOT_NAMES = {"Interested", "Looking", "Not", "Here", "Sure", "Sorry", "In", "Fro
 # "x<y and z>w", "a <= b" and "Ana <ana@example.com>" are not.
 MARKUP_RE = re.compile(r"<!--|<!doctype\b|</?[a-z][a-z0-9]*(?:-[a-z0-9]+)*\s*/?>"
                        r"|<[a-z][a-z0-9-]*\s[^<>]*=[^<>]*>", re.I)
+# Tags, comments and what scripts and styles hold: what is left is the words people read.
+TAGS_RE = re.compile(r"<(script|style)\b.*?(?:</\1\s*>|$)|<!--.*?(?:-->|$)|<[^<>]*>",
+                     re.I | re.S)
 # Words that show a message speaks to us or about the customer, not about anything at all.
 PERSONAL_RE = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|we|we're|our|us|you|your|you're"
                          r"|yours)\b", re.I)
@@ -216,7 +219,7 @@ class Reading:
     product_question: bool = False
     follow_up: bool = False
     question: bool = False
-    markup: bool = False               # HTML or XML tags: pasted code, not words to us
+    markup: bool = False               # HTML or XML tags and no question: pasted code
     addressed: bool = False            # asks us, or tells us about the customer
 
 
@@ -355,9 +358,17 @@ def _entities(reading: Reading) -> None:
     reading.product_question = bool(PRODUCT_RE.search(text))
     reading.follow_up = bool(FOLLOW_UP_RE.search(reading.core))
     reading.question = bool(QUESTION_RE.search(reading.core)) and len(reading.core.split()) >= 2
-    reading.markup = bool(MARKUP_RE.search(reading.said))
+    reading.markup = bool(MARKUP_RE.search(reading.said)) and not _asks(TAGS_RE.sub(
+        " ", reading.said))
     reading.addressed = reading.question or reading.product_question or reading.availability \
         or bool(PERSONAL_RE.search(reading.core)) or _business_talk(text)
+
+
+def _asks(text: str) -> bool:
+    """The words read as a question: "Do you sell <b>alloy</b> rims?" asks one."""
+    core = strip_padding(text)
+    return bool(PRODUCT_RE.search(core)) or (bool(QUESTION_RE.search(core))
+                                              and len(core.split()) >= 2)
 
 
 def _business_talk(text: str) -> bool:
