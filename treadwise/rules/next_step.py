@@ -20,6 +20,7 @@ from treadwise.rules.mathwords import (
     read_arithmetic,
     substitute,
 )
+from treadwise.rules.noise import addressed, markup_only
 from treadwise.rules.plan import PREVIOUS, Call, Plan, ask, single
 from treadwise.rules.recall import plan_recall
 from treadwise.rules.understanding import Reading, bare_place, understand
@@ -68,7 +69,7 @@ def _private(reading: Reading, state: DialogueState) -> Plan | None:
 
 def _markup(reading: Reading, state: DialogueState) -> Plan | None:
     """Pasted HTML is not read for topics: "<p>Open the app</p>" asks nothing about hours."""
-    return ask("unknown", "not_understood") if reading.markup else None
+    return ask("unknown", "not_understood") if markup_only(reading) else None
 
 
 def _language(reading: Reading, state: DialogueState) -> Plan | None:
@@ -188,7 +189,7 @@ def _business(reading: Reading, state: DialogueState) -> Plan | None:
     topic = reading.topic
     if topic is None and reading.service and reading.availability:
         topic = "services"
-    if topic is None or not reading.addressed:
+    if topic is None or not addressed(reading):
         # "colorless green ideas sleep furiously" names no question, only the word "green".
         return None
     section = profile.load_business_profile().sections[topic]

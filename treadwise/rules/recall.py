@@ -70,7 +70,7 @@ def exchanges(history: Sequence[BaseMessage]) -> list[Exchange]:
     own nudges and earlier questions about the conversation are left out."""
     found: list[Exchange] = []
     question: str | None = None
-    reply, results = "", []
+    reply, results = "", list[ToolMessage]()
     for message in [*history, HumanMessage("")]:
         if isinstance(message, HumanMessage) and not stage_of(message) \
                 and message.text != EMPTY_REPLY_NUDGE:
@@ -92,15 +92,16 @@ def plan_recall(core: str, history: Sequence[BaseMessage], state: DialogueState)
         return None
     past = exchanges(history)
     answered = [e for e in past if e.reply]
-    keep = {"pending": state.pending, "options": state.options}
+    values: dict[str, str] = {}
     if part == "recall_question" and past:
-        return ask("recall", part, values={"question": _clip(past[-1].question, QUOTE_CHARS)},
-                   **keep)
-    if part in ("recall_answer", "repeat") and answered:
-        return ask("recall", part, values={"answer": gist(answered[-1])}, **keep)
-    if part == "summary" and past:
-        return ask("recall", part, values={"summary": _recap(past)}, **keep)
-    return ask("recall", "recall_nothing", **keep)
+        values["question"] = _clip(past[-1].question, QUOTE_CHARS)
+    elif part in ("recall_answer", "repeat") and answered:
+        values["answer"] = gist(answered[-1])
+    elif part == "summary" and past:
+        values["summary"] = _recap(past)
+    else:
+        part = "recall_nothing"
+    return ask("recall", part, state.pending, options=state.options, values=values)
 
 
 def gist(exchange: Exchange) -> str:

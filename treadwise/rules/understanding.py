@@ -91,19 +91,6 @@ NOT_NAMES = {"Interested", "Looking", "Not", "Here", "Sure", "Sorry", "In", "Fro
              "Just", "So", "Very", "Also", "Good", "Fine", "Ok", "Okay", "The", "A", "An",
              "Trying", "Wondering", "Asking", "Calling", "Writing", "Done", "Back", "Still"}
 
-# A tag of HTML or XML: "<p>", "</div>", "<br/>", "<img src=...>", a comment or a doctype;
-# "x<y and z>w", "a <= b" and "Ana <ana@example.com>" are not.
-MARKUP_RE = re.compile(r"<!--|<!doctype\b|</?[a-z][a-z0-9]*(?:-[a-z0-9]+)*\s*/?>"
-                       r"|<[a-z][a-z0-9-]*\s[^<>]*=[^<>]*>", re.I)
-# Tags, comments and what scripts and styles hold: what is left is the words people read.
-TAGS_RE = re.compile(r"<(script|style)\b.*?(?:</\1\s*>|$)|<!--.*?(?:-->|$)|<[^<>]*>",
-                     re.I | re.S)
-# Words that show a message speaks to us or about the customer, not about anything at all.
-PERSONAL_RE = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|we|we're|our|us|you|your|you're"
-                         r"|yours)\b", re.I)
-# More words than this, none personal and no question: a sentence that only mentions a topic.
-KEYWORD_QUERY_WORDS = 3
-
 TIRE_RE = re.compile(r"\btyres?\b|\btires?\b", re.I)
 RECOMMEND_RE = re.compile(
     r"\brecommend|\bsuggest|\bbest\b|\bwhich\b|\bwhat (?:kind|type|sort|brand|model)"
@@ -219,8 +206,6 @@ class Reading:
     product_question: bool = False
     follow_up: bool = False
     question: bool = False
-    markup: bool = False               # HTML or XML tags and no question: pasted code
-    addressed: bool = False            # asks us, or tells us about the customer
 
 
 def understand(text: str) -> Reading:
@@ -358,33 +343,6 @@ def _entities(reading: Reading) -> None:
     reading.product_question = bool(PRODUCT_RE.search(text))
     reading.follow_up = bool(FOLLOW_UP_RE.search(reading.core))
     reading.question = bool(QUESTION_RE.search(reading.core)) and len(reading.core.split()) >= 2
-    reading.markup = bool(MARKUP_RE.search(reading.said)) and not _asks(TAGS_RE.sub(
-        " ", reading.said))
-    reading.addressed = reading.question or reading.product_question or reading.availability \
-        or bool(PERSONAL_RE.search(reading.core)) or _business_talk(text)
-
-
-def _asks(text: str) -> bool:
-    """The words read as a question: "Do you sell <b>alloy</b> rims?" asks one."""
-    core = strip_padding(text)
-    return bool(PRODUCT_RE.search(core)) or (bool(QUESTION_RE.search(core))
-                                              and len(core.split()) >= 2)
-
-
-def _business_talk(text: str) -> bool:
-    """A few words, or words mostly of the business vocabulary: "tire pressure for winter
-    driving" is about tires; "colorless green ideas sleep furiously" only mentions "green"."""
-    words = [w for w in profile.clean_text(text).split() if w not in ENGLISH]
-    if len(words) <= KEYWORD_QUERY_WORDS:
-        return True
-    known = _business_words()
-    ours = sum(w in known or w.rstrip("s") in known for w in words)
-    return ours * 2 >= len(words)
-
-
-@lru_cache(maxsize=1)
-def _business_words() -> frozenset[str]:
-    return frozenset(w for phrase in profile.business_phrases() for w in phrase.split())
 
 
 def _named_place(text: str) -> str | None:
