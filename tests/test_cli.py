@@ -13,20 +13,26 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support.cli import treadwise
 
 FIELDS = {"answer", "persona", "model", "temperature", "thread_id", "iterations", "llm_calls",
           "tool_calls", "artifacts", "latency_s", "usage", "stopped_by_cap", "error", "routing",
           "calls", "erased"}
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, env: dict[str, str] | None = None,
+        process: bool = False) -> subprocess.CompletedProcess:
+    """`python -m treadwise ARGS`: in this process (tests/support/cli.py), or as a real
+    process where one process handing over to another is what the test is about."""
+    if not process:
+        return treadwise(*args, env=env)
     return subprocess.run([sys.executable, "-m", "treadwise", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})})
 
 
-def chat_json(*args: str, env: dict[str, str] | None = None) -> dict:
-    done = cli("chat", "--json", *args, env=env)
+def chat_json(*args: str, env: dict[str, str] | None = None, process: bool = False) -> dict:
+    done = cli("chat", "--json", *args, env=env, process=process)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -69,8 +75,9 @@ def test_chained_arithmetic_through_the_cli():
 
 
 def test_a_second_process_sees_the_first_turn_of_its_thread(data_dir):
-    chat_json("--thread", "T1", "I'm interested in fleet services for my 12 vans, contact me")
-    second = chat_json("--thread", "T1", "Sure, it's ana@fleetco.com")
+    chat_json("--thread", "T1", "I'm interested in fleet services for my 12 vans, contact me",
+              process=True)
+    second = chat_json("--thread", "T1", "Sure, it's ana@fleetco.com", process=True)
     lead = next(c for c in second["tool_calls"] if c["name"] == "record_customer_interest")
     assert "fleet services" in lead["args"]["message"]
     # Another thread knows nothing of that request: an address alone is confirmed first.

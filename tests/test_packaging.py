@@ -21,7 +21,7 @@ from tests.conftest import CACHE_HOME, DEAD_PROXY, PROXY_NAMES, REAL_PROXIES, RE
 WHEELHOUSE = CACHE_HOME / "treadwise-test-wheelhouse"
 NOT_SOURCE = shutil.ignore_patterns(".git", "results", "data", "build", "*.egg-info",
                                     "__pycache__", ".venv", "venv", "test-output", ".*_cache",
-                                    ".hypothesis", "benchmarks", "docs", "tests")
+                                    ".hypothesis", "benchmarks", "docs")
 # The app built and its built-ins found from the installed metadata alone (no pyproject.toml
 # beside the package), without the harness's packages; prints the page's tab ids.
 APP = """
@@ -37,6 +37,13 @@ print(treadwise.__file__)
 print("tabs:", [t for t in ("chat-tab", "experiments-tab") if t in page])
 print("absent:", [m for m in ("seaborn", "scipy", "statsmodels", "dask")
                   if importlib.util.find_spec(m) is None])
+import pathlib, treadwise.testing
+# The source copy holds tests/ (launchers, loopback servers): none of it is installed, and the
+# product's testing package is the public double alone.
+shipped = pathlib.Path(treadwise.testing.__file__).parent
+print("testing:", sorted(p.name for p in shipped.glob("*.py")))
+print("tests importable:", importlib.util.find_spec("tests") is not None)
+from treadwise.testing import ScriptedModel
 """
 HARNESS = ("import experiments.cli, experiments.analyse.report, experiments.live.report; "
            "from experiments.define.checks import CHECKS; from experiments.analyse.charts "
@@ -93,6 +100,12 @@ def test_pip_install_dot_runs_the_chat_app_alone_and_the_extra_adds_the_harness(
     assert str(fresh_venv.parent.parent) in alone
     assert "tabs: ['chat-tab']" in alone
     assert "absent: ['seaborn', 'scipy', 'statsmodels', 'dask']" in alone
+    assert "testing: ['__init__.py', 'fakes.py']" in alone
+    assert "tests importable: False" in alone
+    site = fresh_venv.parent.parent / "lib"
+    launchers = [path for name in ("postgres_cluster.py", "dask_cluster.py", "loopback.py",
+                                   "chromium.py", "webapp.py") for path in site.rglob(name)]
+    assert launchers == [], launchers
 
     install(python, f"{source}[experiments]", extras=("experiments",))
     assert "harness ok" in run(python, HARNESS, tmp_path)

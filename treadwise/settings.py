@@ -94,6 +94,13 @@ def _math_timeout(value: object, info: ValidationInfo) -> object:
     return seconds
 
 
+def _positive(value: object, info: ValidationInfo) -> object:
+    number = _number(value, info)
+    if isinstance(number, float) and not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{_variable(info)} must be a number above 0, got {_raw(value)!r}")
+    return number
+
+
 def _flag(value: object, info: ValidationInfo) -> object:
     raw = _raw(value)
     if raw is None:
@@ -232,6 +239,10 @@ class Settings:
     trusted_proxies: tuple[str, ...] = ()
     # Signs conversation links; unset, one is generated into the data dir (per replica).
     secret_key: str | None = field(default=None, repr=False)
+    # A conversation link stops opening this many days after it was made.
+    link_days: float = 30.0
+    # A signed-in session ends after this many minutes without a request from its browser.
+    session_idle_minutes: float = 60.0
     # postgresql://user:password@host/db: memory, leads and feedback in PostgreSQL, shared by
     # every replica. Kept out of repr so a logged Settings never shows the password.
     database_url: str | None = field(default=None, repr=False)
@@ -321,6 +332,9 @@ class EnvironmentSettings(BaseSettings):
     trusted_proxies: Annotated[tuple[str, ...], NoDecode,
                                BeforeValidator(_proxies)] = _default("trusted_proxies")
     secret_key: Annotated[str | None, BeforeValidator(_secret)] = _default("secret_key")
+    link_days: Annotated[float, BeforeValidator(_positive)] = _default("link_days")
+    session_idle_minutes: Annotated[float, BeforeValidator(_positive)] = _default(
+        "session_idle_minutes")
     database_url: Annotated[str | None,
                             BeforeValidator(_database_url)] = _default("database_url")
     consistency_k: Whole = _default("consistency_k")

@@ -162,8 +162,7 @@ def best_vs_rest(df: Any, summary: Any) -> Any:
 
 def calls_per_turn(row: Any) -> float:
     """A case's mean model calls per user turn (its turns' counts, else its total)."""
-    counts = [int(v) for v in str(getattr(row, "turn_model_calls", "")).split("|")
-              if v.strip().isdigit()]
+    counts = getattr(row, "turn_model_calls", None)
     if counts:
         return sum(counts) / len(counts)
     total = getattr(row, "model_calls", math.nan)
@@ -210,10 +209,9 @@ def check_failures(df: Any) -> Any:
     cases = judged.groupby("scenario").size()
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for r in judged.itertuples():
-        details = dict(d.split(": ", 1) for d in r.check_details.split(" | ") if ": " in d)
-        for check in filter(None, r.failed_checks.split(";")):
-            entry = rows.setdefault((r.scenario, check), {"failures": 0,
-                                                          "example": details.get(check, "")})
+        for check in r.failed_checks:
+            entry = rows.setdefault((r.scenario, check), {
+                "failures": 0, "example": r.check_details.get(check, "")})
             entry["failures"] += 1
     table = [{"scenario": s, "check": c, "failures": e["failures"], "cases": int(cases[s]),
               "pass_rate": 1 - e["failures"] / cases[s], "example": e["example"]}

@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -118,6 +118,24 @@ class Case:
     @property
     def thread_id(self) -> str:
         return f"exp-{self.key}"
+
+
+@cache
+def _case_type() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Case)
+
+
+def case_json(case: Case) -> str:
+    """A case as JSON: its cell, its whole scenario and its repeat (what a Dask task carries,
+    so a worker runs it without expanding any grid)."""
+    return _case_type().dump_json(case).decode()
+
+
+def case_from_json(text: str | bytes) -> Case:
+    """The case `case_json` wrote, validated (pydantic checks every field's type)."""
+    return _case_type().validate_json(text)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What a finished case leaves: its results.csv row and its transcript, built from its turns."""
+"""What a finished case leaves: its record (CaseRow) and its transcript, built from its turns."""
 
 from __future__ import annotations
 
@@ -97,8 +97,7 @@ def _tools(turns: list[Any]) -> dict[str, Any]:
     steps = [s for t in turns for s in t.tool_calls]
     errors = [s.error for s in steps if s.error]
     return {
-        "tool_sequence": " | ".join(">".join(s.name for s in t.tool_calls) or "(none)"
-                                    for t in turns),
+        "tool_sequence": [[s.name for s in t.tool_calls] for t in turns],
         "tool_errors": len(errors),
         "tool_error_detail": " ".join(errors[0].split())[:300] if errors else "",
         "artifacts": sum(len(t.artifacts) for t in turns),
@@ -144,13 +143,13 @@ def _row(ctx: Any, case: Case, talk: Any, checks: list[CheckResult], cache: Cach
         "strategy": cell.strategy, "category": case.scenario.category,
         "status": state, "success": state == "ok",
         "checks_passed": len(checks) - len(failed), "checks_total": len(checks),
-        "failed_checks": ";".join(c.id for c in failed),
-        "check_details": " | ".join(f"{c.id}: {c.description}" for c in failed),
+        "failed_checks": [c.id for c in failed],
+        "check_details": {c.id: c.description for c in failed},
         "latency_s": round(sum(t.latency_s for t in turns), 4),
         "model_calls": sum(t.llm_calls for t in turns),
         "iterations": sum(t.iterations for t in turns),
-        "turn_iterations": "|".join(str(t.iterations) for t in turns),
-        "turn_model_calls": "|".join(str(t.llm_calls) for t in turns),
+        "turn_iterations": [t.iterations for t in turns],
+        "turn_model_calls": [t.llm_calls for t in turns],
         "stopped_by_cap": any(t.stopped_by_cap for t in turns),
         **_calls(turns), **_tools(turns), **_usage(ctx, case, turns, cache),
         "response_chars": len(answer), "response_words": len(answer.split()),

@@ -1,6 +1,6 @@
 """Cases on a Dask cluster: a scheduler's address (or a LocalCluster started here), the run
-handed to every worker once, a task per small batch of cases, each batch's records streamed
-back to this client as it finishes."""
+handed to every worker once, a task per small batch of cases (the cases themselves, as JSON),
+each batch's records streamed back to this client as it finishes."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.define.grid import Case
+from experiments.define.grid import Case, case_json
 from experiments.run.cluster_worker import RunSpec, SweepOnWorker, is_local, resource, run_cases
 from experiments.run.lanes import GONE, LOST, RECORD, Event
-from experiments.store.run_store import GRID_COPY, PRICES_COPY, SCENARIOS_COPY
+from experiments.store.run_store import GRID_COPY, PRICES_COPY
 
 LOCAL = "local"
 CONNECT_TIMEOUT_S = 10
@@ -114,7 +114,7 @@ def _first_line(exc: BaseException) -> str:
 def run_spec(run_dir: Path, cache: Path | None, rate_share: float, package_version: str,
              git_commit: str) -> RunSpec:
     files = {name: (run_dir / name).read_text(encoding="utf-8")
-             for name in (GRID_COPY, SCENARIOS_COPY, PRICES_COPY) if (run_dir / name).exists()}
+             for name in (GRID_COPY, PRICES_COPY) if (run_dir / name).exists()}
     return RunSpec(run_dir.name, socket.gethostname(), str(run_dir.resolve()), files,
                    str(cache) if cache else None, rate_share, package_version, git_commit)
 
@@ -146,7 +146,8 @@ class ClusterLane:
     closing: bool = False  # cancelled by close(), not by a lost scheduler
     placed: dict[str, int] = field(default_factory=dict)  # worker -> cases it ran
     _futures: dict[str, Any] = field(default_factory=dict)
-    _pending: dict[str | None, list[str]] = field(default_factory=dict)  # resource -> keys
+    # resource -> (key, the case as JSON) of the cases waiting for flush()
+    _pending: dict[str | None, list[tuple[str, str]]] = field(default_factory=dict)
     _capacity: tuple[float, int, int] = (0.0, 1, 1)  # (checked, threads, batch size)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -169,27 +170,32 @@ class ClusterLane:
         """Queue a case for the next flush(), with the cases needing the same workers."""
         model = case.cell.model
         self._pending.setdefault(resource(model) if is_local(model) else None,
-                                 []).append(case.key)
+                                 []).append((case.key, case_json(case)))
         self.in_flight += 1
 
     def flush(self) -> None:
         """Send the queued cases, a task per batch."""
         batch = self._capacity[2]
-        for needs, keys in self._pending.items():
-            for at in range(0, len(keys), batch):
-                self._send(tuple(keys[at:at + batch]), needs)
+        for needs, cases in self._pending.items():
+            for at in range(0, len(cases), batch):
+                self._send(tuple(cases[at:at + batch]), needs)
         self._pending.clear()
 
-    def _send(self, keys: tuple[str, ...], needs: str | None) -> None:
+    def _send(self, cases: tuple[tuple[str, str], ...], needs: str | None) -> None:
+        """A task carrying these cases (key, JSON); a worker runs them as they are."""
+        keys = tuple(key for key, _ in cases)
         key = batch_key(self.spec.run_id, keys)
-        future = self.cluster.client.submit(run_cases, self.spec.run_id, keys, key=key,
+        future = self.cluster.client.submit(run_cases, self.spec.run_id,
+                                            tuple(text for _, text in cases), key=key,
                                             pure=False, resources={needs: 1} if needs else None)
         with self._lock:
             self._futures[key] = future
-        future.add_done_callback(lambda done: self._done(keys, needs, done))
+        future.add_done_callback(lambda done: self._done(cases, needs, done))
 
-    def _done(self, keys: tuple[str, ...], needs: str | None, future: Any) -> None:
+    def _done(self, cases: tuple[tuple[str, str], ...], needs: str | None,
+              future: Any) -> None:
         """On Dask's callback thread: the records, a lost batch, or the scheduler gone."""
+        keys = tuple(key for key, _ in cases)
         with self._lock:
             self._futures.pop(future.key, None)
         if future.status == "cancelled":
@@ -200,25 +206,27 @@ class ClusterLane:
         try:
             records, worker = future.result()
         except Exception as exc:  # noqa: BLE001 - every failure is these cases' error rows
-            self._lost(keys, needs, exc)
+            self._lost(cases, needs, exc)
             return
         with self._lock:
             self.placed[worker] = self.placed.get(worker, 0) + len(records)
         self.events.put(Event(RECORD, self, tuple(records)))
 
-    def _lost(self, keys: tuple[str, ...], needs: str | None, exc: BaseException) -> None:
+    def _lost(self, cases: tuple[tuple[str, str], ...], needs: str | None,
+              exc: BaseException) -> None:
         from distributed import KilledWorker
 
-        if isinstance(exc, KilledWorker) and len(keys) > 1 and not self.closing:
+        if isinstance(exc, KilledWorker) and len(cases) > 1 and not self.closing:
             sent = 0
             try:
-                for key in keys:  # which of them kills workers: each case alone
-                    self._send((key,), needs)
+                for case in cases:  # which of them kills workers: each case alone
+                    self._send((case,), needs)
                     sent += 1
                 return
             except Exception as failed:  # noqa: BLE001 - the unsent become error rows
-                keys, exc = keys[sent:], failed
-        self.events.put(Event(LOST, self, keys=keys, why=_lost_why(exc)))
+                cases, exc = cases[sent:], failed
+        self.events.put(Event(LOST, self, keys=tuple(key for key, _ in cases),
+                              why=_lost_why(exc)))
 
     def close(self, *, wait: bool) -> None:
         """Cancel what is still queued or running (the records that came back are kept),

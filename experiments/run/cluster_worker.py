@@ -1,5 +1,5 @@
 """A Dask worker's part in a sweep: the run built once per worker, each batch of cases it is
-sent run on its threads."""
+sent (the cases themselves, never keys into a grid) run on its threads."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class RunSpec:
     run_id: str
     host: str  # the client's machine: a worker there uses the run's own folder
     folder: str
-    files: dict[str, str]  # grid.yaml, scenarios.yaml, prices.yaml by name
+    files: dict[str, str]  # grid.yaml and prices.yaml by name (each task brings its cases)
     cache: str | None
     rate_share: float
     package_version: str
@@ -62,7 +62,7 @@ class SweepOnWorker(WorkerPlugin):
         self.spec = spec
         self.name = spec.plugin_name
         self._lock = threading.Lock()
-        self._built: tuple[Any, dict[str, Any], Any] | None = None
+        self._built: tuple[Any, Any] | None = None
         self._offers: frozenset[str] = frozenset()
         self._threads = 1
         self._pool: ThreadPoolExecutor | None = None
@@ -84,10 +84,10 @@ class SweepOnWorker(WorkerPlugin):
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         if self._built is not None:
-            self._built[2].close()
+            self._built[1].close()
 
-    def build(self) -> tuple[Any, dict[str, Any], Any]:
-        """(case runner, cases by key, prepared): made by the first case, under a lock."""
+    def build(self) -> tuple[Any, Any]:
+        """(case runner, prepared): made by the first case, under a lock."""
         with self._lock:
             if self._built is None:
                 self._built = self._build()
@@ -99,12 +99,15 @@ class SweepOnWorker(WorkerPlugin):
                 self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="case")
             return self._pool
 
-    def _build(self) -> tuple[Any, dict[str, Any], Any]:
+    def _build(self) -> tuple[Any, Any]:
+        """The run's models, tools and judge from its grid's settings; the grid's cases are
+        never expanded here (each task brings its own)."""
         from experiments.define.grid import load_grid
         from experiments.run.prepare import prepare
 
         folder = self._folder()
         prices = folder / PRICES_COPY
+        # The grid's scenario file is named, never read: the cases come with their scenarios.
         grid = load_grid(folder / GRID_COPY, scenarios_file=folder / SCENARIOS_COPY,
                          prices_file=prices if prices.exists() else None)
         spec = self.spec
@@ -119,7 +122,7 @@ class SweepOnWorker(WorkerPlugin):
                     warm()
         runner = prepared.runner(grid, folder, package_version=spec.package_version,
                                  git_commit=spec.git_commit)
-        return runner, {case.key: case for case in grid.cases()}, prepared
+        return runner, prepared
 
     def _folder(self) -> Path:
         """The run's own folder on the client's machine; elsewhere one under the worker's
@@ -137,21 +140,23 @@ class SweepOnWorker(WorkerPlugin):
         return folder
 
 
-def run_cases(run_id: str, keys: tuple[str, ...]) -> tuple[list[CaseRecord], str]:
-    """The Dask task: run a batch of a run's cases on this worker; (their records, this
-    worker). Nothing of a batch is kept until all of it comes back, so a batch lost with its
-    worker is simply run again elsewhere."""
+def run_cases(run_id: str, cases: tuple[str, ...]) -> tuple[list[CaseRecord], str]:
+    """The Dask task: run a batch of a run's cases (each as define.grid.case_json wrote it) on
+    this worker; (their records, this worker). Nothing of a batch is kept until all of it
+    comes back, so a batch lost with its worker is simply run again elsewhere."""
+    from experiments.define.grid import case_from_json
+
     worker = get_worker()
     sweep = _RUNS.get(run_id)
     if sweep is None:
         raise RuntimeError(f"worker {worker.address} was not given run {run_id}")
-    runner, cases, prepared = sweep.build()
+    runner, prepared = sweep.build()
 
-    def run(key: str) -> CaseRecord:
-        case = cases[key]
+    def run(text: str) -> CaseRecord:
+        case = case_from_json(text)
         if (reason := prepared.skipped.get(case.cell.model)) is not None:
             return runner.harness_error(case, f"worker {worker.address} cannot run "
                                               f"{case.cell.model}: {reason}")
         return runner.run(case)
 
-    return list(sweep.pool().map(run, keys)), worker.address
+    return list(sweep.pool().map(run, cases)), worker.address

@@ -104,8 +104,7 @@ class Verdict:
         """The judge's fields of a case's row."""
         return {"judge_score": self.score, "judge_reason": self.reason,
                 "judge_cached": self.cached, "judge_status": self.status,
-                "judge_scores": "|".join("-" if s.score is None else str(s.score)
-                                         for s in self.samples),
+                "judge_scores": [s.score for s in self.samples],
                 "judge_agreement": self.agreement, "judge_calls": self.calls,
                 "judge_input_tokens": sum(s.input_tokens for s in self.samples if not s.cached),
                 "judge_output_tokens": sum(s.output_tokens for s in self.samples

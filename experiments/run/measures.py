@@ -97,8 +97,8 @@ def call_measures(turns: list[Any]) -> dict[str, Any]:
         "http_retries": sum(max(0, t.calls.http_attempts - sum(
             c.request_bytes is not None for c in t.calls.per_call)) for t in turns),
         "routing": next((r["mode"] for r in routes if r.get("mode")), ""),
-        "toolsets": " | ".join("all" if r.get("toolsets") is None else
-                               "+".join(r["toolsets"]) or "none" for r in routes),
+        "toolsets": [None if r.get("toolsets") is None else list(r["toolsets"])
+                     for r in routes],
     }
 
 

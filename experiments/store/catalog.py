@@ -7,8 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from experiments.store.folder import FolderRun, list_folders, new_run_id
-from experiments.store.results_file import RESULTS_FILE
+from experiments.store.folder import FolderRun, holds_rows, list_folders, new_run_id
 from experiments.store.run_store import RunInfo, RunStore
 
 if TYPE_CHECKING:
@@ -32,12 +31,13 @@ def _pool() -> object:
 def open_run(run: Path | str, results_dir: Path = RESULTS_DIR) -> RunStore:
     """The run `run` names, to read (and report into).
 
-    A folder holding results.csv is always that folder. Otherwise, with TREADWISE_DATABASE_URL
-    set, a run of that name in the database, whose folder here is the path given (or
-    RESULTS_DIR/NAME for a name alone). Otherwise the folder, which may have no rows yet.
+    A folder holding rows (records.jsonl, or an older run's results.csv) is always that
+    folder. Otherwise, with TREADWISE_DATABASE_URL set, a run of that name in the database,
+    whose folder here is the path given (or RESULTS_DIR/NAME for a name alone). Otherwise the
+    folder, which may have no rows yet.
     """
     path = Path(run)
-    if (path / RESULTS_FILE).exists() or not _database_configured():
+    if holds_rows(path) or not _database_configured():
         return FolderRun(path)
     from experiments.store.connection import database_errors
     from experiments.store.database import DatabaseRun, run_meta

@@ -1,4 +1,8 @@
-"""A run kept in PostgreSQL: made with its files and cases, one result per case, read typed."""
+"""A run kept in PostgreSQL: made with its files and cases, one record per case, read typed.
+
+`sweep_results.row_json` holds a case's record as the very JSON line a run folder's
+records.jsonl holds (records_file.record_line): a run reads back the same from either store.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +19,14 @@ from typing import Any
 from experiments.define.prices import DEFAULT_PRICES
 from experiments.store.connection import SharedRunError, database_errors
 from experiments.store.folder import write_meta
-from experiments.store.record import CaseRecord, CaseRow, rows_frame
-from experiments.store.results_file import RESULTS_FILE, ResultsWriter
+from experiments.store.legacy import database_record
+from experiments.store.record import CaseRecord, CaseRow
+from experiments.store.records_file import RECORDS_FILE, record_line, write_records
+from experiments.store.results_file import RESULTS_FILE, write_results
 from experiments.store.run_store import (
     GRID_COPY,
     PRICES_COPY,
     SCENARIOS_COPY,
-    NoResults,
     RunInfo,
     RunStore,
     ran_on_cluster,
@@ -75,7 +80,7 @@ def keep(conn: Any, run_id: str, writer: str, record: CaseRecord) -> bool:
     row = record.row
     params = {"run": run_id, "key": row.case_key, "status": row.status,
               "calls": row.paid_calls, "cost": row.cost_usd or 0.0, "worker": writer,
-              "row": row.model_dump_json(), "line": encode(record.transcript)}
+              "row": record_line(row), "line": encode(record.transcript)}
     kept = conn.execute(_KEEP, params).fetchone()
     conn.execute(_DONE, params)
     return kept is not None
@@ -85,8 +90,8 @@ class DatabaseRun(RunStore):
     """A run whose rows and transcripts are in PostgreSQL; `folder` is this machine's folder
     of it (copies of its files, the data dirs of the cases run here, its report)."""
 
-    source = (f"the run's rows in PostgreSQL (`python -m experiments export` writes them as "
-              f"`{RESULTS_FILE}`)")
+    source = (f"the run's records in PostgreSQL (`python -m experiments export` writes them as "
+              f"`{RECORDS_FILE}` and `{RESULTS_FILE}`)")
 
     def __init__(self, pool: Any, run_id: str, folder: Path, *, writer: str = ""):
         self.pool, self.name, self.folder = pool, run_id, Path(folder)
@@ -151,17 +156,11 @@ class DatabaseRun(RunStore):
                           Jsonb(_kept(changes)), self.name))
 
     @_one_line
-    def rows(self) -> Any:
-        rows = self.result_rows()
-        if not rows:
-            raise NoResults(f"{self.name}: no finished cases yet")
-        return rows_frame(rows)
-
-    def result_rows(self) -> list[CaseRow]:
-        """Every result of the run in the order they were kept, typed from their JSON."""
+    def records(self) -> list[CaseRow]:
+        """Every record of the run (one per case) in the order they were kept."""
         found = self._all("SELECT row_json FROM sweep_results WHERE run_id = %s ORDER BY seq",
                           self.name)
-        return [CaseRow.model_validate_json(row["row_json"]) for row in found]
+        return [database_record(row["row_json"]) for row in found]
 
     @_one_line
     def transcript(self, case: str) -> dict[str, Any]:
@@ -190,18 +189,15 @@ class DatabaseRun(RunStore):
 
     @_one_line
     def export(self) -> Path:
-        """Write the run into its folder as a run folder (its files, results.csv,
-        transcripts.jsonl, meta.json) that reads like any other."""
+        """Write the run into its folder as a run folder (its files, records.jsonl, the
+        results.csv export, transcripts.jsonl, meta.json) that reads like any other."""
         meta = run_meta(self.pool, self.name)
         if meta is None:
             raise SharedRunError(f"no shared run {self.name!r} in the database")
         folder = self.write_files()
-        tmp = folder / f".{RESULTS_FILE}.{os.getpid()}.tmp"
-        tmp.unlink(missing_ok=True)
-        with ResultsWriter(tmp) as writer:
-            for row in self.result_rows():
-                writer.write(vars(row))
-        os.replace(tmp, folder / RESULTS_FILE)
+        records = self.records()
+        write_records(folder / RECORDS_FILE, records)
+        write_results(folder / RESULTS_FILE, records)
         lines = self._all("SELECT transcript FROM sweep_results WHERE run_id = %s ORDER BY seq",
                           self.name)
         _replace(folder / TRANSCRIPTS_FILE, "".join(r["transcript"] + "\n" for r in lines))

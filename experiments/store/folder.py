@@ -1,4 +1,5 @@
-"""A run kept in a folder: results.csv, transcripts.jsonl, meta.json; naming, locking, listing."""
+"""A run kept in a folder: records.jsonl, transcripts.jsonl, meta.json, the results.csv export;
+naming, locking, listing."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from experiments.define.prices import DEFAULT_PRICES
-from experiments.store.record import CaseRecord
-from experiments.store.results_file import (
-    RESULTS_FILE,
-    ResultsWriter,
+from experiments.store.legacy import legacy_records
+from experiments.store.record import CaseRecord, CaseRow, latest
+from experiments.store.records_file import (
+    RECORDS_FILE,
+    RecordsWriter,
     latest_statuses,
-    read_frame,
-    read_rows,
+    read_fields,
+    read_records,
+    write_records,
 )
+from experiments.store.results_file import RESULTS_FILE, read_rows, status_of, write_results
 from experiments.store.run_store import (
     GRID_COPY,
     PRICES_COPY,
@@ -62,20 +66,33 @@ def _copy_redacted(source: Path, copy: Path) -> None:
 
 
 class FolderRun(RunStore):
-    """A run folder: a row appended to results.csv and flushed per case, beside its transcript
-    in transcripts.jsonl; meta.json replaced whole at the start and the end of each attempt.
+    """A run folder: each case's record appended to records.jsonl and flushed as it finishes,
+    beside its transcript in transcripts.jsonl; meta.json replaced whole at the start and the
+    end of each attempt, and results.csv exported from the records when an attempt ends.
 
-    The transcript goes first: a kill between the two leaves a transcript without a row, so
-    the case runs again on resume and its later line wins, instead of a row nobody can read.
+    The transcript goes first: a kill between the two leaves a transcript without a record,
+    so the case runs again on resume and its later line wins, instead of a record nobody can
+    read. A folder from before records.jsonl (results.csv alone) is read through
+    store/legacy.py; resuming it moves its rows into records.jsonl first.
     """
-
-    source = f"`{RESULTS_FILE}`"
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.name = self.folder.name
         self._transcripts: TranscriptWriter | None = None
-        self._rows: ResultsWriter | None = None
+        self._records: RecordsWriter | None = None
+
+    @property
+    def legacy(self) -> bool:
+        """A run made before records.jsonl: its rows are results.csv's."""
+        return not (self.folder / RECORDS_FILE).exists() \
+            and (self.folder / RESULTS_FILE).exists()
+
+    @property
+    def source(self) -> str:  # type: ignore[override]  # a folder's rows can change file
+        if self.legacy:
+            return f"`{RESULTS_FILE}` (a run made before `{RECORDS_FILE}`)"
+        return f"`{RECORDS_FILE}` (exported as `{RESULTS_FILE}`)"
 
     @classmethod
     def create(cls, grid: Any, out_dir: Path) -> FolderRun:
@@ -93,7 +110,10 @@ class FolderRun(RunStore):
         return locked(self.folder)
 
     def finished(self) -> dict[str, str]:
-        return latest_statuses(self.folder / RESULTS_FILE)
+        if self.legacy:
+            return {row["case_key"]: status_of(row)
+                    for row in read_rows(self.folder / RESULTS_FILE)}
+        return latest_statuses(self.folder / RECORDS_FILE)
 
     def meta(self) -> dict[str, Any]:
         return read_meta(self.folder)
@@ -102,54 +122,68 @@ class FolderRun(RunStore):
         write_meta(self.folder, meta)
 
     def open(self) -> FolderRun:
-        self._rows = ResultsWriter(self.folder / RESULTS_FILE)
-        # A transcript a kill left without its row goes: every line then has its row.
-        kept = Counter(row["case_key"] for row in read_rows(self.folder / RESULTS_FILE))
+        if self.legacy:
+            write_records(self.folder / RECORDS_FILE,
+                          legacy_records(self.folder / RESULTS_FILE))
+        self._records = RecordsWriter(self.folder / RECORDS_FILE)
+        # A transcript a kill left without its record goes: every line then has its record.
+        kept = Counter(r["case_key"] for r in read_fields(self.folder / RECORDS_FILE,
+                                                          "case_key"))
         drop_unkept(self.folder / TRANSCRIPTS_FILE, kept)
         self._transcripts = TranscriptWriter(self.folder / TRANSCRIPTS_FILE)
         return self
 
     def append(self, record: CaseRecord) -> bool:
-        if self._rows is None or self._transcripts is None:
+        if self._records is None or self._transcripts is None:
             raise RuntimeError("open the run folder before appending to it")
         record = record.redacted()
         self._transcripts.write(record.transcript)
-        self._rows.write(vars(record.row))
+        self._records.write(record.row)
         return True
 
     def finish(self, **changes: Any) -> None:
+        """The attempt's metadata, and results.csv exported from the records so far."""
         update_meta(self.folder, **changes)
+        if not self.legacy:
+            write_results(self.folder / RESULTS_FILE, self.records())
 
     def close(self) -> None:
-        for writer in (self._transcripts, self._rows):
+        for writer in (self._transcripts, self._records):
             if writer is not None:
                 writer.close()
-        self._transcripts = self._rows = None
+        self._transcripts = self._records = None
+
+    def records(self) -> list[CaseRow]:
+        if self.legacy:
+            return latest(legacy_records(self.folder / RESULTS_FILE))
+        return latest(read_records(self.folder / RECORDS_FILE))
 
     def rows(self) -> Any:
-        path = self.folder / RESULTS_FILE
-        if not path.exists():
-            raise NoResults(f"{self.folder}: no {RESULTS_FILE} yet")
-        frame = read_frame(path)
-        if frame.empty:
-            raise NoResults(f"{self.folder}: {RESULTS_FILE} has no finished cases yet")
-        return frame
+        if not holds_rows(self.folder):
+            raise NoResults(f"{self.folder}: no {RECORDS_FILE} yet")
+        return super().rows()
 
     def transcript(self, case: str) -> dict[str, Any]:
         return find_transcript(self.folder, case)
 
     def info(self) -> RunInfo:
         meta = self.meta()
+        rows = len(read_rows(self.folder / RESULTS_FILE)) if self.legacy else len(
+            read_fields(self.folder / RECORDS_FILE))
         return RunInfo(id=self.name, path=self.folder, created=_created(self.folder, meta),
-                       rows=len(read_rows(self.folder / RESULTS_FILE)),
-                       has_report=(self.folder / REPORT_FILE).exists(),
+                       rows=rows, has_report=(self.folder / REPORT_FILE).exists(),
                        grid=str(meta.get("grid_name", "")), status=run_status(meta),
                        cluster=ran_on_cluster(meta))
 
 
+def holds_rows(path: Path) -> bool:
+    """A run folder with case rows to read: records.jsonl, or an older run's results.csv."""
+    return (Path(path) / RECORDS_FILE).exists() or (Path(path) / RESULTS_FILE).exists()
+
+
 def is_run_folder(path: Path) -> bool:
-    """A folder a sweep wrote (results.csv or meta.json in it)."""
-    return path.is_dir() and ((path / RESULTS_FILE).exists() or (path / META_FILE).exists())
+    """A folder a sweep wrote (records.jsonl, results.csv or meta.json in it)."""
+    return path.is_dir() and (holds_rows(path) or (path / META_FILE).exists())
 
 
 def list_folders(results_dir: Path) -> list[RunInfo]:

@@ -1,15 +1,24 @@
-"""A finished case typed once: the row all formats and readers derive from, and its transcript."""
+"""A finished case typed once: the canonical record every store keeps and every reader reads.
+
+The record is a `CaseRow` (its fields below, in order) kept as one JSON line: the run folder's
+records.jsonl (`store/records_file.py`) and the database's `sweep_results.row_json` hold the
+same line, `CaseRow.model_dump_json()`, so both read back equal rows, floats to the last bit.
+Lists and mappings stay lists and mappings (the failed checks, each failed check's reason, the
+per-turn counts and tools); readers never split text or re-type values. results.csv is an
+export of these records (`store/results_file.py`); folders from before records.jsonl are read
+by `store/legacy.py`.
+"""
 
 from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from experiments.define.schema import DEFAULT_STRATEGY
 from treadwise.privacy.redaction import redact_tree
 
 # ok: every check passed; failed: a check failed; error: the provider or the harness failed,
@@ -23,10 +32,10 @@ Maybe = Annotated[bool | None, TRI_STATE]
 
 
 class CaseRow(BaseModel):
-    """A case's row of results.csv: the fields in column order, each with its type.
+    """A case's record: the fields in column order (results.csv's columns), each with its type.
 
-    A field added here is a new column at the end of new runs' files (a resumed run keeps its
-    own header); readers of older files get it empty.
+    A field added here goes at the end, with a default: records written before it read back
+    with the default.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -48,20 +57,20 @@ class CaseRow(BaseModel):
     success: bool
     checks_passed: int
     checks_total: int
-    failed_checks: str
-    check_details: str
+    failed_checks: list[str]  # the ids of the checks that failed, in the scenario's order
+    check_details: dict[str, str]  # failed check id -> why it failed
     latency_s: float
     model_calls: int
     iterations: int
-    turn_iterations: str
-    turn_model_calls: str
+    turn_iterations: list[int]  # per user turn
+    turn_model_calls: list[int]
     stopped_by_cap: bool
     http_attempts: int
     retry_wait_s: float
     ttft_s: float | None
     usage_missing: bool
     cache_hits: int
-    tool_sequence: str
+    tool_sequence: list[list[str]]  # per user turn, the tools called in order
     tool_errors: int
     tool_error_detail: str
     artifacts: int
@@ -106,7 +115,7 @@ class CaseRow(BaseModel):
     # The judge: ok or judge_error ("" without a judge), each sample's score, their agreement
     # (share of sample pairs that agree), and what judging cost (not in the columns above).
     judge_status: str = ""
-    judge_scores: str = ""
+    judge_scores: list[int | None] = Field(default_factory=list)  # per sample; None: no score
     judge_agreement: float | None = None
     judge_calls: int = 0
     judge_input_tokens: int = 0
@@ -122,7 +131,8 @@ class CaseRow(BaseModel):
     tools_bound_per_call_p50: float | None = None
     http_retries: int = 0  # requests beyond each call's first
     routing: str = ""  # the agent's tool routing mode (on, compact, off)
-    toolsets: str = ""  # per turn, the tool groups its first call bound ("all": no routing)
+    # Per turn, the tool groups its first call bound (None: all of them, no routing).
+    toolsets: list[list[str] | None] = Field(default_factory=list)
     decoding: str = ""  # a local model's decoding (free, constrained); "" for other models
     model_routing: str = ""  # a local model's own routing (none, tool); "" for other models
     prompt_hash: str = ""  # the persona's prompt, rubric and profile (in the config hash)
@@ -149,9 +159,11 @@ class CaseRecord:
 
     def redacted(self) -> CaseRecord:
         """The record as every store keeps it: no secret in any text of the row or the
-        transcript (treadwise.privacy.redaction, the one list of shapes)."""
+        transcript (treadwise.privacy.redaction, the one list of shapes), the check ids that
+        key `check_details` included."""
         texts = redact_tree({name: value for name, value in vars(self.row).items()
-                             if isinstance(value, str)})
+                             if KINDS[name] in ("text", "data") and name != "check_details"})
+        texts["check_details"] = dict(redact_tree(list(self.row.check_details.items())))
         return CaseRecord(self.row.model_copy(update=texts), redact_tree(self.transcript))
 
 
@@ -159,11 +171,13 @@ COLUMNS: tuple[str, ...] = tuple(CaseRow.model_fields)
 
 
 def _kind(annotation: Any, metadata: list[Any] | None = None) -> str:
-    """numeric, flag, maybe (a flag that may be missing) or text: how a column is typed."""
+    """numeric, flag, maybe (a flag that may be missing), data (a list or mapping) or text."""
     if TRI_STATE in (metadata or []):
         return "maybe"
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if typing.get_origin(annotation) in (list, dict):
+        return "data"
     if annotation is bool:
         return "flag"
     return "numeric" if annotation in (int, float) else "text"
@@ -173,53 +187,28 @@ KINDS: dict[str, str] = {name: _kind(field.annotation, field.metadata)
                          for name, field in CaseRow.model_fields.items()}
 
 
-def _status(df: Any) -> Any:
-    """Rows written before the status column existed: an error type means error."""
-    import numpy as np
+def latest(rows: Iterable[CaseRow]) -> list[CaseRow]:
+    """The latest row of each case (a case re-run with --retry-errors has several), in the
+    order their latest rows came."""
+    found: dict[str, CaseRow] = {}
+    for row in rows:
+        found.pop(row.case_key, None)
+        found[row.case_key] = row
+    return list(found.values())
 
-    derived = np.where(df["error_type"] != "", "error", np.where(df["success"], "ok", "failed"))
-    return df["status"].where(df["status"].isin(STATUSES), derived)
 
-
-def typed_frame(df: Any, *, text: bool) -> Any:
-    """Rows as a frame typed by CaseRow, the latest row of each case (a case re-run with
-    --retry-errors has several).
-
-    `text`: the values are results.csv's fields (strings); otherwise they are the rows' own
-    values (from the database), which get results.csv's rounding so both read the same.
-    Columns an older file lacks are added empty.
-    """
+def records_frame(rows: Sequence[CaseRow]) -> Any:
+    """Rows as the frame the analysis reads: one column per field, holding the rows' own
+    values (lists stay lists); pandas is only told each column's kind (a yes/no that may be
+    missing is its nullable boolean, an empty number NaN)."""
     import pandas as pd
 
+    frame = pd.DataFrame([dict(row) for row in rows], columns=list(COLUMNS))
     for column, kind in KINDS.items():
-        if column not in df:
-            df[column] = {"text": "", "flag": False, "maybe": None}.get(kind, float("nan"))
-            if kind == "maybe":
-                df[column] = df[column].astype("boolean")
-        elif kind == "maybe":
-            df[column] = (df[column].str.lower().map({"true": True, "false": False}) if text
-                          else df[column]).astype("boolean")
-        elif kind == "numeric":
-            values = df[column] if text else df[column].map(_rounded)
-            df[column] = pd.to_numeric(values, errors="coerce")
-        elif kind == "flag":
-            df[column] = (df[column].str.lower().eq("true") if text
-                          else df[column].fillna(False).astype(bool))
-        elif not text:
-            df[column] = df[column].fillna("").astype(str)
-    df["strategy"] = df["strategy"].replace("", DEFAULT_STRATEGY)
-    df["status"] = _status(df)
-    return df.drop_duplicates("case_key", keep="last").reset_index(drop=True)
-
-
-def _rounded(value: Any) -> Any:
-    """A float as results.csv keeps it (8 decimals)."""
-    return round(value, 8) if isinstance(value, float) else value
-
-
-def rows_frame(rows: list[CaseRow]) -> Any:
-    """Rows as the runner made them, typed like the same rows read back from results.csv."""
-    import pandas as pd
-
-    return typed_frame(pd.DataFrame([dict(row) for row in rows], columns=list(COLUMNS)),
-                       text=False)
+        if kind == "maybe":
+            frame[column] = frame[column].astype("boolean")
+        elif kind == "numeric" and frame[column].dtype == object:
+            frame[column] = frame[column].astype(float)
+        elif kind == "flag" and frame[column].dtype == object:
+            frame[column] = frame[column].astype(bool)
+    return frame

@@ -1,15 +1,23 @@
-"""results.csv: one row per finished case, appended and flushed at once, read back after a kill."""
+"""results.csv: the export of a run's records (one row per case), and reading its cells back.
+
+The columns are CaseRow's fields in order (`COLUMNS`). A list or mapping cell (failed_checks,
+check_details, turn_model_calls, tool_sequence...) holds its value as JSON, so nothing is lost
+to a separator a check name may contain; an empty number is an empty cell. Runs made before
+records.jsonl appended their rows here instead, joined with separators (`store/legacy.py`
+reads those); a kill could leave their last record half written, which readers ignore.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping
+import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from experiments.store.appending import AppendFile
-from experiments.store.record import COLUMNS, STATUSES, typed_frame
+from experiments.store.record import COLUMNS, STATUSES, CaseRow
 
 RESULTS_FILE = "results.csv"
 
@@ -61,46 +69,12 @@ def latest_statuses(path: Path) -> dict[str, str]:
     return {row["case_key"]: status_of(row) for row in read_rows(path)}
 
 
-def complete_text(path: Path) -> str:
-    """The file's text up to its last complete record (what pandas may safely parse)."""
-    data = Path(path).read_bytes()
-    return data[:_complete_length(data)].decode("utf-8", errors="replace")
-
-
-def read_frame(path: Path) -> Any:
-    """Every complete row of a results file as a typed frame, the latest row of each case."""
-    import pandas as pd
-
-    df = pd.read_csv(io.StringIO(complete_text(path)), dtype=str, keep_default_na=False)
-    return typed_frame(df, text=True)
-
-
-def repair(path: Path) -> int:
-    """Cut a half-written last record off the file so appending continues cleanly.
-
-    Returns the number of bytes removed.
-    """
-    path = Path(path)
-    if not path.exists():
-        return 0
-    data = path.read_bytes()
-    keep = _complete_length(data)
-    if keep < len(data):
-        with path.open("r+b") as handle:
-            handle.truncate(keep)
-    return len(data) - keep
-
-
-def _header(path: Path) -> tuple[str, ...]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        return tuple(next(csv.reader(handle), ()))
-
-
-def _cell(value: Any) -> Any:
+def cell(value: Any) -> Any:
+    """A value as its results.csv cell: a list or mapping as JSON, None as an empty cell."""
     if value is None:
         return ""
-    if isinstance(value, float):
-        return round(value, 8)
+    if isinstance(value, list | dict | tuple):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return value
 
 
@@ -110,28 +84,26 @@ def _record(values: Iterable[Any]) -> str:
     return buffer.getvalue()
 
 
-class ResultsWriter:
-    """Appends rows to results.csv under one lock; each row is written whole and flushed."""
+def write_results(path: Path, rows: Iterable[CaseRow]) -> Path:
+    """Export records as results.csv, replacing the file at once (a reader never sees half)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(_record(COLUMNS))
+        for row in rows:
+            handle.write(_record(cell(getattr(row, column)) for column in COLUMNS))
+    os.replace(tmp, path)
+    return path
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        repair(self.path)
-        new = not self.path.exists() or self.path.stat().st_size == 0
-        # A run resumed by a newer harness keeps its own header: rows follow its columns.
-        self.columns = COLUMNS if new else _header(self.path) or COLUMNS
-        self._file = AppendFile(self.path, newline="")
-        if new:
-            self._file.append(_record(COLUMNS))
 
-    def write(self, values: Mapping[str, Any]) -> None:
-        """Append one row: a CaseRow's fields (`vars(row)`), or any mapping of columns."""
-        self._file.append(_record(_cell(values.get(column)) for column in self.columns))
+def data_cell(text: str) -> Any:
+    """A list or mapping cell written as JSON, or None when the cell is not JSON (an older
+    run's joined text)."""
+    if not text.startswith(("[", "{")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, list | dict) else None
 
-    def close(self) -> None:
-        self._file.close()
-
-    def __enter__(self) -> ResultsWriter:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from experiments.store.record import CaseRecord
+from experiments.store.record import CaseRecord, CaseRow, records_frame
 
 # What every run keeps beside its rows: copies of the files it was run from.
 GRID_COPY, SCENARIOS_COPY, PRICES_COPY = "grid.yaml", "scenarios.yaml", "prices.yaml"
@@ -98,9 +98,17 @@ class RunStore(ABC):
     def finish(self, **changes: Any) -> None: ...
 
     @abstractmethod
+    def records(self) -> list[CaseRow]:
+        """The run's records as it keeps them, the latest of each case, in the order their
+        latest records came."""
+
     def rows(self) -> Any:
-        """The run's rows as a typed frame (CaseRow's columns), the latest row of each case;
+        """The records as the frame the analysis reads (CaseRow's columns, lists kept);
         NoResults when there is none."""
+        rows = self.records()
+        if not rows:
+            raise NoResults(f"{self.name}: no finished cases yet")
+        return records_frame(rows)
 
     @abstractmethod
     def transcript(self, case: str) -> dict[str, Any]:
@@ -111,11 +119,7 @@ class RunStore(ABC):
 
     def judge_errors(self) -> set[str]:
         """The cases whose latest row says the judge failed (--retry-errors runs them again)."""
-        try:
-            rows = self.rows()
-        except NoResults:
-            return set()
-        return set(rows.loc[rows["judge_status"] == "judge_error", "case_key"])
+        return {row.case_key for row in self.records() if row.judge_status == "judge_error"}
 
     def open(self) -> RunStore:
         """Get ready to append (the folder opens its files)."""

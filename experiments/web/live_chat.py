@@ -17,7 +17,8 @@ from treadwise.agent.request import TurnRequest
 from treadwise.settings import Settings
 from treadwise.storage.leads import StoreUnavailable, thread_key
 from treadwise.tools.business_results import InterestResult
-from treadwise.web.access import accept_any
+from treadwise.web.access import Access, accept_any
+from treadwise.web.owners import Owners
 from treadwise.web.render import turn_messages
 from treadwise.web.session import ChatSession, Turn, visitor_key
 
@@ -66,8 +67,13 @@ def turn_at(turns: list[Turn], index: Any) -> Turn | None:
 class LiveChat:
     """Puts each visitor of a running live experiment in one arm and records what happens."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, access: Access | None = None):
         self.settings = settings
+        self.access = access or Access(settings)
+        # Who a visitor is: the signed-in user, or the browser's signed visitor cookie, as the
+        # server says; the arm is drawn from an HMAC of that under the server's secret, so no
+        # id a client sends can pick its arm (see visitor).
+        self.owners = Owners(settings)
         self._store: Any = None
         self.swap: list[Any] = []  # the side-by-side panel and the conversation it replaces
         self._visitors: dict[str, str] = {}  # Gradio session hash -> browser id
@@ -129,7 +135,7 @@ class LiveChat:
             return None
         try:
             visitor = self.store.link_thread(experiment.name, thread_key(session.thread_id),
-                                             visitor_key(session))
+                                             self.visitor(session))
             name = self.store.assign(experiment.name, visitor, experiment.pick(visitor).name)
         except StoreUnavailable as exc:
             log.warning("live experiment assignment failed: %s", exc)
@@ -137,8 +143,18 @@ class LiveChat:
         arm = experiment.arm(name)
         return (experiment, arm, visitor) if arm is not None else None
 
+    def visitor(self, session: ChatSession) -> str:
+        """How the experiment tables name the session's visitor (see visitor_key)."""
+        return visitor_key(session, self.owners.secret)
+
+    def identify(self, session: ChatSession, request: gr.Request | None) -> None:
+        """Take the visitor the server knows (signed-in user, visitor cookie), if any."""
+        if request is not None and (owner := self.owners.of_request(request)):
+            session.visitor = owner
+
     def choose(self, session: ChatSession, choice: Any, request: gr.Request | None = None) -> Any:
         """The pickers' choice, or the visitor's arm's when an experiment is running."""
+        self.identify(session, request)
         if not session.visitor and request is not None:
             # Gradio may lose a new page's session state to load events creating it at once
             # (its StateHolder is unlocked): the browser id the page sent is kept here too.
@@ -177,10 +193,14 @@ class LiveChat:
         except StoreUnavailable as exc:
             log.warning("live experiment event lost: %s", exc)
 
-    def rate(self, session: ChatSession, index: Any, liked: Any) -> None:
+    def rate(self, session: ChatSession, index: Any, liked: Any,
+             request: gr.Request | None = None) -> None:
         """Store a thumb (True up, False down) for the reply at `index`; "" or None undoes it."""
         turn = turn_at(session.turns, index)
         if turn is None or turn.arm is None or turn.running:
+            return
+        if slow := self.access.write_refusal(session.key, request):
+            gr.Warning(slow)
             return
         experiment, arm, visitor = turn.arm
         try:
@@ -196,19 +216,22 @@ class LiveChat:
         except StoreUnavailable as exc:
             gr.Warning(f"Your rating was not saved: {exc}.")
 
-    def like(self, session: ChatSession, data: gr.LikeData) -> None:
-        self.rate(session, data.index, data.liked)
+    def like(self, session: ChatSession, data: gr.LikeData, request: gr.Request) -> None:
+        self.rate(session, data.index, data.liked, request)
 
-    def rate_api(self, index: Any, value: Any, session: ChatSession) -> None:
+    def rate_api(self, index: Any, value: Any, session: ChatSession,
+                 request: gr.Request) -> None:
         """The API's rating: message index and "up", "down" or "none"."""
         liked = {"up": True, "down": False}.get(str(value).strip().lower())
-        self.rate(session, int(index) if isinstance(index, int | float) else None, liked)
+        self.rate(session, int(index) if isinstance(index, int | float) else None, liked, request)
 
-    def score(self, value: Any, session: ChatSession) -> str:
+    def score(self, value: Any, session: ChatSession, request: gr.Request) -> str:
         """Store the visitor's feedback score (1 to 5) for their arm; a new one replaces it."""
         score = {str(n): n for n in SCORES}.get(str(value).strip())
         if score is None:
             return "Pick a score from 1 to 5."
+        if slow := self.access.write_refusal(session.key, request):
+            return slow
         found = self.arm(session)
         if found is None:
             return "No experiment is running now: thank you all the same."
@@ -227,7 +250,9 @@ class LiveChat:
         side-by-side experiment, show its panel instead of the conversation."""
         if isinstance(visitor, str) and VISITOR_RE.fullmatch(visitor):
             session.visitor = visitor
-            self._remember(request, visitor)
+        self.identify(session, request)
+        if session.visitor:
+            self._remember(request, session.visitor)
         skip = (gr.skip(),) * (3 + len(self.swap))
         if self.swap and (experiment := self.experiment()) and experiment.side_by_side:
             return (skip[0], gr.Markdown(SIDE_BY_SIDE_PICKERS, visible=True), skip[2],

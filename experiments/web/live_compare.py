@@ -11,7 +11,6 @@ import random
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
@@ -20,7 +19,7 @@ from treadwise.errors import ModelConfigError, redact
 from treadwise.models import display_name
 from treadwise.storage.leads import StoreUnavailable
 from treadwise.web.render import LATEX_DELIMITERS, render, safe_markdown
-from treadwise.web.session import ChatSession, Turn, visitor_key
+from treadwise.web.session import ChatSession, Turn
 
 if TYPE_CHECKING:
     from experiments.live.definition import Arm
@@ -95,7 +94,7 @@ class ComparePanel:
         send.click(self.send, [message, state, session], outputs, api_name="side_by_side_click",
                    api_visibility="private", **turn)
         for value, button in buttons.items():
-            button.click(partial(self.pick, value), [state, session], [*chats, status],
+            button.click(self._picker(value), [state, session], [*chats, status],
                          api_name=f"side_by_side_{value}", api_visibility="private")
         choice = gr.Textbox(visible=False)
         gr.Button(visible=False).click(self.pick, [choice, state, session], [*chats, status],
@@ -131,7 +130,7 @@ class ComparePanel:
             for arm, shown, asked in zip(arms, turns, requests, strict=True):
                 for _ in self.tab.follow(shown, asked):
                     yield *self._view(state), gr.skip(), gr.skip()
-                self.live.record(shown, (experiment.name, arm.name, visitor_key(session)))
+                self.live.record(shown, (experiment.name, arm.name, self.live.visitor(session)))
         finally:
             state.running = False
         yield *self._view(state), gr.skip(), "Which answer is better? Pick one below."
@@ -151,7 +150,16 @@ class ComparePanel:
         return Turn(user=message, persona=arm.persona, persona_name=f"Answer {place}",
                     spec=redact(arm.model), model=HIDDEN, temperature=arm.temperature)
 
-    def pick(self, choice: Any, state: Comparison, session: ChatSession) -> tuple[Any, ...]:
+    def _picker(self, value: str) -> Any:
+        """A button's handler: `pick` with its value (Gradio sees the request it needs)."""
+
+        def pick(state: Comparison, session: ChatSession, request: gr.Request) -> tuple[Any, ...]:
+            return self.pick(value, state, session, request)
+
+        return pick
+
+    def pick(self, choice: Any, state: Comparison, session: ChatSession,
+             request: gr.Request) -> tuple[Any, ...]:
         """Store the visitor's pick for the last round, then name its two arms."""
         value = CHOICES.get(str(choice).strip().lower())
         last = state.rounds[-1] if state.rounds else None
@@ -159,13 +167,15 @@ class ComparePanel:
             why = ("Pick 1, 2, tie or both_bad." if value is None and last is not None
                    else "Send a message first, and wait for both answers.")
             return *self._view(state), why
+        if slow := self.tab.access.write_refusal(session.key, request):
+            return *self._view(state), slow
         names = (last.arms[0].name, last.arms[1].name)
         winner: str = names[value] if isinstance(value, int) else value
         try:
             found = self.live.store.get(last.experiment)
             if found is None or found["status"] != "running":
                 return *self._view(state), "That experiment has ended: thank you all the same."
-            self.live.store.pick(last.experiment, visitor_key(session), last.id, names,
+            self.live.store.pick(last.experiment, self.live.visitor(session), last.id, names,
                                  winner)
         except StoreUnavailable as exc:
             return *self._view(state), f"Your pick was not saved: {exc}."

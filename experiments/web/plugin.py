@@ -27,7 +27,7 @@ def plug(page: PageContext, results_dir: Path = RESULTS_DIR) -> Extension:
     from experiments.web.live_tab import LiveTab
     from experiments.web.runs_tab import ExperimentsTab
 
-    live = LiveChat(page.settings)
+    live = LiveChat(page.settings, page.access)  # ratings share the page's write limits
     tab = Tab("Experiments", "experiments-tab",
               [ExperimentsTab(results_dir), LiveTab(page.settings, live)])
     return Extension(tabs=[tab], chat_hooks=[live])

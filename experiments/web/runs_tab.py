@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 
+from experiments.store.folder import holds_rows
 from experiments.web.runs_view import case_choices, case_index, config_choices, transcript_html
 from treadwise.errors import redact
 from treadwise.web.access import ADMIN_ONLY, accept_any
@@ -23,7 +24,6 @@ MAX_TABLE_ROWS = 200
 BLANK = frozenset({"", "n/a", "nan", "-", "unknown"})
 SUMMARY_FILE = "summary.csv"
 REPORT_FILE = "report.md"
-RESULTS_FILE = "results.csv"
 # How many rows a database run had when its report here was written (a newer one is due).
 REPORTED_FILE = ".reported_rows"
 # The handlers a visitor of a public page may not call: runs hold whole transcripts (what
@@ -80,7 +80,7 @@ def run_dir(results_dir: Path, run_id: str | None) -> Path | None:
     path = _plain(results_dir, run_id)
     if path is None:
         return None
-    if (path / RESULTS_FILE).is_file():
+    if holds_rows(path):
         return path
     if (run := shared(results_dir, run_id)) is not None:
         run.folder.mkdir(parents=True, exist_ok=True)
@@ -160,7 +160,7 @@ def show_run(results_dir: Path, run_id: str | None, cache_dir: str) -> tuple[Any
     path = run_dir(results_dir, run_id)
     if path is None:
         return {"headers": ["summary"], "data": [["Pick a run."]]}, [], ""
-    if not (path / RESULTS_FILE).is_file() and (run := shared(results_dir, run_id)) is not None:
+    if not holds_rows(path) and (run := shared(results_dir, run_id)) is not None:
         if why := report_shared(run):
             return {"headers": ["summary"], "data": [[why]]}, [], ""
     folder = path / "charts"

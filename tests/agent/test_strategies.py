@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.tools import ToolException, tool
 
 from tests.conftest import REPO
+from tests.support.cli import treadwise
 from tests.support.webapp import loopback_client
 from treadwise.agent import Agent, StageFinished, TextDelta
 from treadwise.agent.strategies import get_strategy, strategy_names
@@ -284,10 +283,8 @@ def test_memory_carries_across_strategies(data_dir):
 
 
 def test_self_consistency_from_the_command_line(data_dir):
-    done = subprocess.run(
-        [sys.executable, "-m", "treadwise", "chat", "--strategy", "self-consistency", "--json",
-         "Add 5 and 4, then square the result"],
-        cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = treadwise("chat", "--strategy", "self-consistency", "--json",
+                     "Add 5 and 4, then square the result")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert "81" in data["answer"] and data["error"] is None

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
+from tests.support.cli import treadwise
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.storage import open_store
@@ -111,8 +111,7 @@ def test_the_customer_reads_what_the_models_erasure_deleted(data_dir) -> None:
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "treadwise", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return treadwise(*args, env=env)
 
 
 def test_the_operator_deletes_an_address_from_the_command_line(data_dir) -> None:

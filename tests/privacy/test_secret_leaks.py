@@ -136,8 +136,9 @@ def test_a_typed_key_is_redacted_before_any_store_or_export(monkeypatch, data_di
                      f"fleet pricing for {OPENAI_KEY}", thread_id="T")
     assert [s.name for s in lead.tool_calls] == ["record_customer_interest"]
     agent.run(f"What does {OPENAI_KEY} unlock?", thread_id="T")
-    echoed = agent.run("Please contact me at ana@fleetco.com about fleet pricing", model="echo",
-                       thread_id="E")
+    # Feedback is only ever the customer's own words, so the key is in what they typed.
+    echoed = agent.run(f"Please contact me at ana@fleetco.com about fleet pricing: what is "
+                       f"{OPENAI_KEY} for?", model="echo", thread_id="E")
     assert all(step.error is None for step in echoed.tool_calls)
     store = Store(data_dir)
     assert store.lead_count() == 2 and store.feedback_count() == 2

@@ -54,9 +54,10 @@ def exported(outputs: tuple) -> dict:
 
 
 def shown_files(chatbot: list[dict]) -> list[Path]:
-    """The files the page shows, as gradio_client downloaded them from the replica."""
-    files = [item["file"] for message in chatbot for item in message["content"]
-             if item.get("type") == "file"]
+    """The plots the page shows (inline images with their text alternative), as paths in the
+    replica's Gradio cache (the test shares the replicas' machine)."""
+    files = [item["value"] for message in chatbot for item in message["content"]
+             if item.get("type") == "component" and item.get("component") == "image"]
     return [Path(file if isinstance(file, str) else file["path"]) for file in files]
 
 

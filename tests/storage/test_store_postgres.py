@@ -271,3 +271,25 @@ def test_a_row_gone_between_two_statements_is_store_unavailable_not_a_type_error
         assert _one(conn.execute("SELECT 1 AS n"))["n"] == 1
         with pytest.raises(StoreUnavailable, match="changed while it was being saved"):
             _one(conn.execute("SELECT 1 AS n WHERE false"))
+
+
+def test_a_link_made_on_one_replica_opens_and_is_revoked_on_every_one(database_url,
+                                                                      tmp_path) -> None:
+    """Two replicas (their own data dirs, one database and one secret): a link made on A opens
+    on B for its owner only, and revoking it on B ends it on A."""
+    import dataclasses
+    import uuid
+
+    from treadwise.web.resume import ThreadLinks
+
+    env = {"TREADWISE_PUBLIC": "1", "TREADWISE_AUTH": "ana:pw-ana-1,bob:pw-bob-2",
+           "TREADWISE_ADMINS": "ana", "TREADWISE_SECRET_KEY": "shared-by-both-replicas"}
+    a, b = (ThreadLinks(dataclasses.replace(Settings.from_env(env), data_dir=tmp_path / name,
+                                            database_url=database_url)) for name in "ab")
+    thread = uuid.uuid4().hex
+    link = a.link(thread, "bob")
+    assert b.thread_of(link, "bob") == thread and b.thread_of(link, "ana") == thread
+    assert b.thread_of(link, "cy") is None and b.thread_of(link, None) is None
+    b.revoke(thread)
+    assert a.thread_of(link, "bob") is None and a.link(thread, "bob") is None
+    assert not (tmp_path / "a" / "leads.db").exists(), "links went to SQLite, not the database"

@@ -6,6 +6,7 @@ Locally (the default, bound to 127.0.0.1) everything stays open; an app facing t
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import tracemalloc
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
 from treadwise.web.access import ADMIN_ONLY, MAX_KEYS, RateLimiter, address_key
+from treadwise.web.forwarded import TrustedProxies, forwarded_client
 from treadwise.web.gradio_app import banner, launch_kwargs
 
 USERS = "ana:ana-secret-1,bob:bob-secret-2"
@@ -206,3 +208,36 @@ def test_a_session_sending_too_fast_is_asked_to_slow_down(public_app):
     assert all("Please slow down" not in a for a in answers[:3])
     assert "Please slow down: this page answers at most 3 messages a minute" in answers[3]
     assert "Please slow down" not in send(login(url, "ana"), "Hours?"), "admins are not limited"
+
+
+@pytest.mark.parametrize(("header", "client"), [
+    ("203.0.113.7", "203.0.113.7"),
+    ("10.9.9.9, 203.0.113.7", "203.0.113.7"),  # only the entry the proxy appended
+    ("203.0.113.7, 127.0.0.1", "127.0.0.1"),  # never past it, even to a "trusted" one
+    ("203.0.113.7, evil-0", None),
+    ("2001:db8::1", "2001:db8::1"),
+    ("[2001:db8::1]:443", None),
+    ("", None),
+])
+def test_a_forwarded_client_is_the_last_entry_when_it_is_an_ip_address(header, client):
+    assert forwarded_client(header) == client
+
+
+def seen_by_the_app(peer: str, headers: dict[str, str]) -> tuple[str, str]:
+    """(client host, scheme) the app behind TrustedProxies("127.0.0.1") sees for a request."""
+    seen = {}
+
+    async def app(scope, receive, send):
+        seen.update(client=scope["client"][0], scheme=scope["scheme"])
+
+    scope = {"type": "http", "client": (peer, 5000), "scheme": "http",
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    asyncio.run(TrustedProxies(app, ["127.0.0.1"])(scope, None, None))
+    return seen["client"], seen["scheme"]
+
+
+def test_only_a_trusted_proxy_names_the_client_and_the_scheme():
+    forwarded = {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}
+    assert seen_by_the_app("127.0.0.1", forwarded) == ("203.0.113.7", "https")
+    assert seen_by_the_app("198.51.100.2", forwarded) == ("198.51.100.2", "http")
+    assert seen_by_the_app("127.0.0.1", {"X-Forwarded-Proto": "gopher"}) == ("127.0.0.1", "http")

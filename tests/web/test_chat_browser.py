@@ -331,7 +331,7 @@ def test_tokens_appear_as_a_real_model_streams_them(page, monkeypatch: pytest.Mo
     assert "first token" in footer
 
 
-def test_a_local_models_first_load_is_announced_then_it_answers(page, tmp_path):
+def test_a_local_models_first_load_is_announced_then_it_answers(page, tmp_path, local_model):
     from treadwise.models.local import model_path
 
     # A file of its own (engines are keyed by real path, so not a symlink): no earlier test in

@@ -5,8 +5,6 @@ and out-of-range pickers refused without a server traceback."""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from tests.conftest import REPO
+from tests.support.cli import experiments
 from tests.support.webapp import chat_text, loopback_client, serve_in_process
 from treadwise.settings import Settings
 from treadwise.web.access import ADMIN_ONLY
@@ -69,6 +68,21 @@ def test_a_forwarded_address_from_a_trusted_proxy_names_the_client(tmp_path: Pat
         assert [SLOW_DOWN in reply for reply in spoofer] == [False] * 6 + [True]
 
 
+@pytest.mark.parametrize("forwarded", [
+    "1.2.3.{n}, 127.0.0.1",  # the client's own entry, then a trusted address: one hop only
+    "evil-{n}",  # not an address
+    "10.0.0.{n}:443",  # not an address either (nginx's $remote_addr has no port)
+])
+def test_a_trusted_proxy_forwards_one_hop_and_ip_addresses_only(tmp_path: Path, forwarded: str):
+    """From 127.0.0.1, itself trusted, any local process can send these: each must share one
+    budget (the proxy's, 3 sessions' worth), never get a fresh one per made-up entry."""
+    settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="3",
+                      TREADWISE_TRUSTED_PROXIES="127.0.0.1")
+    with serve_in_process(settings) as url:
+        replies = [send(visitor(url, forwarded.format(n=n)), "Hours?") for n in range(12)]
+    assert [SLOW_DOWN in reply for reply in replies] == [False] * 9 + [True] * 3
+
+
 def test_new_sessions_share_their_address_budget(tmp_path: Path):
     settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="2")
     with serve_in_process(settings) as url:
@@ -90,9 +104,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "name": "typed", "personas": ["friendly"], "models": ["offline"], "temperatures": [0.0],
         "scenarios": {"file": "scenarios.yaml"}}))
     out = folder / "results"
-    done = subprocess.run([sys.executable, "-m", "experiments", "run", "--grid",
-                           str(folder / "grid.yaml"), "--out", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = experiments("run", "--grid", str(folder / "grid.yaml"), "--out", str(out), cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     run = next(out.iterdir())
     assert MARKER in (run / "transcripts.jsonl").read_text()
@@ -157,10 +169,12 @@ def test_values_outside_a_pickers_choices_are_refused_without_a_traceback(
     assert "Traceback" not in capsys.readouterr().err
 
 
-def exported(outputs: tuple) -> tuple[str, dict]:
-    """The JSON export of a turn's outputs: (its file name, its content)."""
+def exported(client: Client, outputs: tuple) -> tuple[str, dict]:
+    """The JSON export of a turn's outputs, as its own session downloads it: (its file name,
+    its content)."""
     export = outputs[-1]["value"]
-    return Path(export["path"]).name, httpx.get(export["url"], timeout=WAIT_S).json()
+    return Path(export["path"]).name, httpx.get(export["url"], cookies=client.cookies,
+                                                timeout=WAIT_S).json()
 
 
 def opened(url: str, link: str) -> str:
@@ -173,18 +187,24 @@ def test_a_visitor_cannot_reopen_another_visitors_conversation(tmp_path: Path):
     settings = public(tmp_path / "data")
     with serve_in_process(settings) as url:
         ana, bob = visitor(url), visitor(url)
-        ana_file, ana_export = exported(ana.predict(
-            "Please contact me at ana@fleetco.com about pricing", "friendly", "offline", "",
-            0.0, api_name="/send"))
-        _, bob_export = exported(bob.predict("What are your opening hours?", "friendly",
-                                             "offline", "", 0.0, api_name="/send"))
+        ana_outputs = ana.predict("Please contact me at ana@fleetco.com about pricing",
+                                  "friendly", "offline", "", 0.0, api_name="/send")
+        ana_file, ana_export = exported(ana, ana_outputs)
+        # Her export is hers alone: another visitor, or none, with its URL gets nothing.
+        for cookies in (None, bob.cookies, {"treadwise-visitor": "0" * 32 + ".0123456789abcdef"}):
+            assert httpx.get(ana_outputs[-1]["value"]["url"], cookies=cookies).status_code == 404
+        _, bob_export = exported(bob, bob.predict("What are your opening hours?", "friendly",
+                                                  "offline", "", 0.0, api_name="/send"))
         ana_thread, bob_link = ana_export["thread_id"], bob_export["resume"]
-        bob_signature = bob_link.split(".")[1]
-        for attempt in (ana_thread, f"{ana_thread}.{bob_signature}", f"{ana_thread}.{'0' * 32}",
-                        ana_thread.upper(), f"?thread={ana_thread}"):
+        _, expires, bob_signature = bob_link.split(".")
+        ana_link = ana_export["resume"]
+        for attempt in (ana_thread, f"{ana_thread}.{expires}.{bob_signature}",
+                        f"{ana_thread}.{expires}.{'0' * 32}", ana_thread.upper(),
+                        f"?thread={ana_thread}", ana_link.upper(), f" {ana_link}",
+                        f"{ana_link}\n", f"{ana_link} "):
             assert "ana@fleetco.com" not in opened(url, attempt), attempt
         # Ana's own link opens it from a fresh session (another browser of hers).
-        assert "ana@fleetco.com" in opened(url, ana_export["resume"])
+        assert "ana@fleetco.com" in opened(url, ana_link)
         assert "ana@fleetco.com" not in opened(url, bob_link)
     assert ana_thread[:8] not in ana_file and ana_file.endswith(".json")
 
@@ -198,10 +218,12 @@ def test_links_are_signed_with_the_shared_secret_or_one_kept_in_the_data_dir(tmp
     assert (data / SECRET_FILE).stat().st_mode & 0o077 == 0
     assert ThreadLinks(public(tmp_path / "other")).thread_of(link) is None
     shared = {"TREADWISE_SECRET_KEY": "replicas-share-this-one"}
-    a, b = (ThreadLinks(public(tmp_path / name, **shared)) for name in ("a", "b"))
+    a = ThreadLinks(public(tmp_path / "a", **shared))
+    b = ThreadLinks(public(tmp_path / "b", **shared), store=a.store)  # one database
     assert b.thread_of(a.link(thread)) == thread and not (tmp_path / "a" / SECRET_FILE).exists()
     assert first.thread_of(thread) is None, "a public page never takes a bare id"
     local = dataclasses.replace(Settings.from_env({}), data_dir=data)
     assert ThreadLinks(local).thread_of(thread) == thread
-    for hostile in (None, ["x"], "../../etc/passwd", f"{thread}.", f"{thread}.{'g' * 32}"):
+    for hostile in (None, ["x"], "../../etc/passwd", f"{thread}.", f"{thread}.{'g' * 32}",
+                    link.upper(), f"{link} ", f" {link}", link.replace(".", ". ")):
         assert first.thread_of(hostile) is None

@@ -21,6 +21,7 @@ from langchain_core.messages import (
 )
 
 from treadwise.agent.calls import CallStats, FirstToken, estimate_usage, start_calls, within
+from treadwise.agent.echo_guard import EchoWatch, private_answer
 from treadwise.agent.policy import for_customer
 from treadwise.agent.privacy_turn import privacy_answer
 from treadwise.agent.request import InvalidRequest, TurnRequest
@@ -183,7 +184,9 @@ class Agent:
                 turn_input(message, last_user_text(history) or None), config,
                 context=context, stream_mode=modes,
                 durability="exit"))
-            yield from self._graph_events(chunks, result, steps, stages, answer_nodes)
+            # Streamed words stop once they repeat the instructions; the answer is replaced.
+            watch = EchoWatch(self.settings.personas_dir)
+            yield from self._graph_events(chunks, result, steps, stages, answer_nodes, watch)
             result.calls = CallStats(tally.attempts, round(tally.retry_wait_s, 4),
                                      first_token.seconds, per_call=per_call)
             self._summarise(result, thread_id, steps, strategy, context.persona, message)
@@ -253,11 +256,11 @@ class Agent:
         return result
 
     def _events(self, mode: str, data: Any, steps: list[ToolStep], stages: list[dict[str, Any]],
-                answer_nodes: frozenset[str]) -> Iterator[Event]:
+                answer_nodes: frozenset[str], watch: EchoWatch) -> Iterator[Event]:
         if mode == "messages":
             chunk, meta = data
             if meta.get("langgraph_node") in answer_nodes and isinstance(chunk, AIMessageChunk):
-                if text := chunk.text:
+                if (text := chunk.text) and not watch.feed(text):
                     yield TextDelta(text)
             return
         for update in (data or {}).values():
@@ -319,8 +322,10 @@ class Agent:
         result.artifacts = [a for s in result.tool_calls for a in s.artifacts]
         if ai and result.error is None:
             last = ai[-1]
+            answer = private_answer(for_customer(redact(last.text), turn), persona,
+                                    self.settings.personas_dir)
             outcome = privacy_answer(
-                for_customer(redact(last.text), turn), messages, thread_id=thread_id,
+                answer, messages, thread_id=thread_id,
                 tools=self.tools, persona=persona, store=lambda: self.store,
                 memory=self.checkpointer,
                 raw=raw)

@@ -248,6 +248,20 @@ def m008_indexes_everywhere(db: Schema) -> None:
         db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({column})")
 
 
+@migration
+def m009_conversation_links(db: Schema) -> None:
+    # Who a conversation's resume link belongs to, and whether an erasure ("Forget me")
+    # revoked it (storage/link_store.py): the thread is a hash, the owner a signed-in user's
+    # name or "" without a login.
+    db.execute(f"""
+        CREATE TABLE conversation_links (
+            thread TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            created_at {db.timestamp} NOT NULL,
+            revoked_at {db.timestamp}
+        )""")
+
+
 def migrate(conn: Any) -> list[str]:
     """Bring a PostgreSQL database up to date: the product's chain, then LangGraph's
     checkpoint tables, under one advisory lock (`conn` is an autocommit connection); returns

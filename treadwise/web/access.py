@@ -17,6 +17,9 @@ from treadwise.settings import Settings
 
 WINDOW_S = 60.0
 ADDRESS_FACTOR = 3  # a visitor opening new tabs gets at most this many sessions' worth
+# Ratings, scores and side-by-side picks a public page takes per session in a minute: far more
+# than a person clicks, far fewer than a script stuffing an experiment's tables.
+WRITES_PER_MINUTE = 30.0
 # Keys a limiter remembers at most: each costs about 300 bytes (more with many events).
 MAX_KEYS = 50_000
 ADMIN_ONLY = "Only a signed-in admin may do this on a public TreadWise (see TREADWISE_ADMINS)."
@@ -95,6 +98,9 @@ class Access:
         self.env = env
         self.sessions = RateLimiter(settings.session_rate)
         self.addresses = RateLimiter(settings.session_rate * ADDRESS_FACTOR)
+        writes = WRITES_PER_MINUTE if settings.public else 0.0
+        self.writes = RateLimiter(writes)
+        self.write_addresses = RateLimiter(writes * ADDRESS_FACTOR)
         self._counting = threading.Lock()
 
     def is_admin(self, request: Any) -> bool:
@@ -127,23 +133,31 @@ class Access:
         """A short note when this session (or its address) sent too much in the last minute.
 
         The address is the peer's, or what a proxy in TREADWISE_TRUSTED_PROXIES forwarded for
-        it (`start` has the server read X-Forwarded-For from those proxies only), so a client
-        cannot pick it; new sessions share their address's budget. A message is counted
-        against both only when both allow it.
+        it (see forwarded.TrustedProxies), so a client cannot pick it; new sessions share
+        their address's budget. A message is counted against both only when both allow it.
         """
+        return self._refusal(self.sessions, self.addresses, session_key, request, "messages")
+
+    def write_refusal(self, session_key: str, request: Any) -> str | None:
+        """The same for what a visitor stores: ratings, scores and side-by-side picks."""
+        return self._refusal(self.writes, self.write_addresses, session_key, request,
+                             "ratings and picks")
+
+    def _refusal(self, sessions: RateLimiter, addresses: RateLimiter, session_key: str,
+                 request: Any, what: str) -> str | None:
         if self.is_admin(request) and self.settings.public:
             return None
         address = address_key(getattr(getattr(request, "client", None), "host", None)
                               or "unknown")
         with self._counting:
-            crowd = self.addresses.wait_s(address, count=False)
-            wait = crowd or self.sessions.wait_s(session_key, count=False)
+            crowd = addresses.wait_s(address, count=False)
+            wait = crowd or sessions.wait_s(session_key, count=False)
             if not wait:
-                self.addresses.wait_s(address)
-                self.sessions.wait_s(session_key)
+                addresses.wait_s(address)
+                sessions.wait_s(session_key)
                 return None
-        limit = (f"{self.addresses.per_minute:g} messages a minute from one address" if crowd
-                 else f"{self.sessions.per_minute:g} messages a minute")
+        limit = (f"{addresses.per_minute:g} {what} a minute from one address" if crowd
+                 else f"{sessions.per_minute:g} {what} a minute")
         return f"Please slow down: this page answers at most {limit}. Try again in " \
                f"{max(1, round(wait))} s."
 

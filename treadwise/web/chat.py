@@ -17,13 +17,12 @@ from treadwise.settings import MAX_ITERATIONS, Settings
 from treadwise.storage.plots import SharedPlots
 from treadwise.tools.web import status_note as web_status_note
 from treadwise.web.access import Access, accept_any
-from treadwise.web.chat_export import export_files
+from treadwise.web.chat_keep import Keeping, link_note
 from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.files import publish_png
 from treadwise.web.forget import forget_button, wire
 from treadwise.web.hooks import ChatHook, ChatHooks, Choice
 from treadwise.web.render import LATEX_DELIMITERS, render
-from treadwise.web.resume import ThreadLinks
 from treadwise.web.session import ChatSession, Turn, new_session
 from treadwise.web.turns import LazyAgent, TurnRunner
 
@@ -69,7 +68,7 @@ class ChatTab:
         self.strategies = strategy_names()  # read once: it scans the installed entry points
         self.plots_dir = settings.data_dir / "plots"
         self.plots = SharedPlots(self.plots_dir, settings.database_url)
-        self.links = ThreadLinks(settings)
+        self.keeping = Keeping(settings)
         self.hooks = ChatHooks(hooks)  # see web/hooks.py
         self.cache_dir = ""
 
@@ -113,7 +112,8 @@ class ChatTab:
                     f"Messages may be up to {self.settings.max_input_chars:,} characters; a "
                     "longer one is refused before any model sees it. A react reply takes at "
                     f"most {MAX_ITERATIONS} model calls; each other strategy names its own "
-                    "budget. The export buttons download the conversation.", elem_classes="tw-note")
+                    "budget. The export buttons download the conversation. " + link_note(
+                        self.settings), elem_classes="tw-note")
                 gr.Examples(examples=[[text] for _, text in EXAMPLES], inputs=[message],
                             example_labels=[f"{kind}: {text}" for kind, text in EXAMPLES],
                             label="Examples")
@@ -233,14 +233,14 @@ class ChatTab:
     def stop(self, session: ChatSession) -> None:
         session.stop()
 
-    def resume(self, link: str, session: ChatSession) -> tuple[Any, ...]:
+    def resume(self, link: str, session: ChatSession, request: gr.Request) -> tuple[Any, ...]:
         """Show the conversation memory holds for the thread `link` opens, and continue it."""
         from treadwise.web.resume import restored_turns
 
         if session.running:
             gr.Warning(BUSY_WARNING)
             return (gr.skip(),) * 5
-        if (thread := self.links.thread_of(link)) is None:
+        if (thread := self.keeping.thread_of(link, session, request)) is None:
             gr.Warning("That is not a link to one of your conversations: use the `resume` "
                        "value of your JSON export.")
             return (gr.skip(),) * 5
@@ -256,7 +256,7 @@ class ChatTab:
         thread = dict(request.query_params or {}).get("thread") if request else None
         if not thread:
             return (gr.skip(),) * 5
-        return self.resume(thread, session)
+        return self.resume(thread, session, request)
 
     def _request(self, session: ChatSession, choice: Choice,
                  request: gr.Request) -> TurnRequest:
@@ -277,6 +277,7 @@ class ChatTab:
     def _turn(self, message: str, session: ChatSession, choice: Choice,
               request: gr.Request) -> Iterator[tuple[bool, Outputs]]:
         """(final, outputs) as the turn goes: shown at once, then as it streams, then done."""
+        self.keeping.identify(session, request)
         choice = self.hooks.choose(session, choice, request)
         try:
             asked = self._request(session, choice, request)
@@ -375,9 +376,8 @@ class ChatTab:
         exports: tuple[Any, Any] = (None, None)
         if final:
             finished = any(not t.running for t in session.turns)
-            paths = (export_files(session, self.cache_dir, self.links.link(session.thread_id))
-                     if finished else (None, None))
+            paths = self.keeping.exports(session, self.cache_dir) if finished else (None, None)
             send = gr.Button(interactive=True)
-            exports = (gr.DownloadButton(value=paths[0], interactive=finished),
-                       gr.DownloadButton(value=paths[1], interactive=finished))
+            exports = (gr.DownloadButton(value=paths[0], interactive=bool(paths[0])),
+                       gr.DownloadButton(value=paths[1], interactive=bool(paths[1])))
         return render(session.turns), send, *exports

@@ -90,11 +90,28 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
         "head": HEAD,
         "quiet": True,  # Gradio's banner suggests share=True; `serve` prints ours
     }
-    if settings.public:  # the page takes no files; a public server refuses any upload
-        from starlette.middleware import Middleware
-
-        options["app_kwargs"] = {"middleware": [Middleware(RefuseUploads)]}
+    if middleware := guards(settings):
+        options["app_kwargs"] = {"middleware": middleware}
     return options
+
+
+def guards(settings: Settings) -> list[Any]:
+    """The middleware in front of Gradio, outermost first: the client a trusted proxy names,
+    the login, exports for their owner only, and no uploads (the page takes no files)."""
+    from starlette.middleware import Middleware
+
+    from treadwise.web.forwarded import TrustedProxies
+    from treadwise.web.owners import OwnedFiles
+    from treadwise.web.signin import SignIn
+
+    middleware = []
+    if settings.trusted_proxies:
+        middleware.append(Middleware(TrustedProxies, proxies=settings.trusted_proxies))
+    if settings.auth:
+        middleware.append(Middleware(SignIn, settings=settings))
+    if settings.public:
+        middleware += [Middleware(OwnedFiles, settings=settings), Middleware(RefuseUploads)]
+    return middleware
 
 
 def banner(settings: Settings) -> str:
@@ -118,15 +135,15 @@ def banner(settings: Settings) -> str:
 
 
 def trust_proxies(settings: Settings) -> None:
-    """Have the server take the client address from X-Forwarded-For only when the request
-    comes from a proxy in TREADWISE_TRUSTED_PROXIES (none by default).
+    """Have the server itself believe nobody's X-Forwarded-* headers: TrustedProxies reads
+    them, from the proxies in TREADWISE_TRUSTED_PROXIES only, one hop back.
 
     Uvicorn, which Gradio starts, rewrites the client address from that header, by default
-    for any request from 127.0.0.1 or ::1, so that any local process or a proxy passing the
-    header on unchanged could pick the address the rate limit counts. Its only setting Gradio
-    does not override is FORWARDED_ALLOW_IPS, read when the server starts.
+    for any request from 127.0.0.1 or ::1, walking back past every trusted address and taking
+    any string, so that any local process could pick the address the rate limit counts. Its
+    only setting Gradio does not override is FORWARDED_ALLOW_IPS, read when the server starts.
     """
-    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(settings.trusted_proxies)
+    os.environ["FORWARDED_ALLOW_IPS"] = ""
 
 
 def start(demo: gr.Blocks, settings: Settings, **overrides: Any) -> None:

@@ -1,92 +1,95 @@
 """Reopening a conversation on any replica: the page's turns rebuilt from the agent's memory,
-for the holder of the conversation's signed link only."""
+for the holder of the conversation's signed link only (and, with a login, its owner only)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import os
 import re
-import secrets
-import threading
-from collections.abc import Sequence
-from pathlib import Path
+import time
+from collections.abc import Callable, Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
+from treadwise.agent.echo_guard import private_answer
 from treadwise.errors import redact
 from treadwise.settings import Settings
+from treadwise.storage.link_store import LinkStore, open_link_store
+from treadwise.web.server_secret import SECRET_FILE, ServerSecret, stored_secret
 from treadwise.web.session import Turn
 
+__all__ = ["SECRET_FILE", "ThreadLinks", "restored_turns", "stored_secret", "valid_thread_id"]
 # What new_session() makes: 128 random bits. Only such ids can be reopened from the page, so a
 # guessable thread name given to the command line (--thread T1) is never reachable from a browser.
 THREAD_ID_RE = re.compile(r"[0-9a-f]{32}")
 SIGNATURE_CHARS = 32  # 128 bits of HMAC-SHA256
-LINK_RE = re.compile(rf"([0-9a-f]{{32}})\.([0-9a-f]{{{SIGNATURE_CHARS}}})")
-SECRET_FILE = "secret.key"
+# <thread id>.<expiry, Unix seconds>.<signature>, exactly: no other case, no padding.
+LINK_RE = re.compile(rf"([0-9a-f]{{32}})\.([1-9][0-9]{{9,11}})\.([0-9a-f]{{{SIGNATURE_CHARS}}})")
 RESTORED_LABEL = "restored from memory"
 
 
 def valid_thread_id(value: object) -> str | None:
-    value = value.strip().lower() if isinstance(value, str) else ""
-    return value if THREAD_ID_RE.fullmatch(value) else None
+    return value if isinstance(value, str) and THREAD_ID_RE.fullmatch(value) else None
 
 
 class ThreadLinks:
-    """A conversation reopens from its link, `<thread id>.<signature>`: the signature is an
-    HMAC of the id under the server's secret, so only the visitor the link was given to (in
-    their export) can reopen it; ids seen elsewhere (a log, a screen) are not enough. A local
-    page, whose one user owns every thread, also takes a bare id.
-
-    The secret is TREADWISE_SECRET_KEY, or one generated into the data dir on first use; replicas
-    sharing a database must share TREADWISE_SECRET_KEY for a link to open on each of them.
+    """A conversation reopens from its link, `<thread id>.<expiry>.<signature>`: the signature
+    is an HMAC of the id and expiry under the server's secret, so ids seen elsewhere (a log, a
+    screen) are not enough, and a link stops working after TREADWISE_LINK_DAYS. The first
+    signed-in user a link is made for owns the conversation: with a login, only they (or an
+    admin) can open it; without one, the link is a password to it. Revoking (Forget me) ends
+    every link of the conversation on every replica. A local page, whose one user owns every
+    thread, also takes a bare id.
     """
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, store: LinkStore | None = None,
+                 clock: Callable[[], float] = time.time):
         self.settings = settings
-        self._secret: bytes | None = None
-        self._lock = threading.Lock()
+        self.secret = ServerSecret(settings)
+        self.store = store or open_link_store(settings.data_dir, settings.database_url)
+        self.clock = clock
 
-    def link(self, thread_id: str) -> str:
-        return f"{thread_id}.{self._sign(thread_id)}"
+    def link(self, thread_id: str, user: str | None = None) -> str | None:
+        """A fresh link to the thread, recorded as `user`'s (None: no login); None when the
+        conversation's links were revoked or belong to someone else."""
+        record = self.store.claim(thread_id, user or "")
+        if record.revoked or (record.owner != (user or "") and not self._is_admin(user)):
+            return None
+        expires = int(self.clock() + self.settings.link_days * 86400)
+        return f"{thread_id}.{expires}.{self._sign(thread_id, expires)}"
 
-    def thread_of(self, link: object) -> str | None:
-        """The thread a link opens, or None when it is not a link to one of them."""
-        text = link.strip().lower() if isinstance(link, str) else ""
+    def thread_of(self, link: object, user: str | None = None) -> str | None:
+        """The thread a link opens for the signed-in `user` (None: no login), or None."""
+        text = link if isinstance(link, str) else ""
         if match := LINK_RE.fullmatch(text):
-            thread, signature = match.groups()
-            return thread if hmac.compare_digest(signature, self._sign(thread)) else None
-        return None if self.settings.public else valid_thread_id(text)
+            thread, expires, signature = match.groups()
+            if not self.secret.verify("thread", f"{thread}:{expires}", signature) \
+                    or int(expires) <= self.clock():
+                return None
+            return thread if self._may_open(thread, user) else None
+        if self.settings.public or (thread := valid_thread_id(text)) is None:
+            return None
+        record = self.store.get(thread)  # a bare id may name a thread no link was made for
+        if record is not None and (record.revoked or self.settings.auth and
+                                   record.owner != (user or "") and not self._is_admin(user)):
+            return None
+        return thread
 
-    def _sign(self, thread_id: str) -> str:
-        digest = hmac.new(self._key(), f"thread:{thread_id}".encode(), hashlib.sha256)
-        return digest.hexdigest()[:SIGNATURE_CHARS]
+    def revoke(self, thread_id: str) -> None:
+        """End every link to the thread, here and on every replica."""
+        self.store.revoke(thread_id)
 
-    def _key(self) -> bytes:
-        with self._lock:
-            if self._secret is None:
-                configured = self.settings.secret_key
-                self._secret = (configured.encode() if configured
-                                else stored_secret(self.settings.ensure_data_dir()))
-            return self._secret
+    def _may_open(self, thread: str, user: str | None) -> bool:
+        record = self.store.get(thread)
+        if record is None or record.revoked:
+            return False
+        if not self.settings.auth:
+            return True
+        return user is not None and (record.owner == user or self._is_admin(user))
 
+    def _is_admin(self, user: str | None) -> bool:
+        return user is not None and user in self.settings.admins
 
-def stored_secret(folder: Path) -> bytes:
-    """The secret kept in `folder`, made on first use. Processes sharing the folder agree:
-    the file appears whole (linked into place) or not at all, and the first one wins."""
-    path = folder / SECRET_FILE
-    if not path.exists():
-        draft = folder / f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-        descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(secrets.token_hex(32))
-        try:
-            os.link(draft, path)
-        except FileExistsError:
-            pass
-        finally:
-            draft.unlink()
-    return path.read_text().strip().encode()
+    def _sign(self, thread_id: str, expires: int) -> str:
+        return self.secret.sign("thread", f"{thread_id}:{expires}", SIGNATURE_CHARS)
 
 
 def restored_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
@@ -110,7 +113,8 @@ def _add_calls(turn: Turn, message: AIMessage) -> None:
         turn.steps.append(ToolStep(id=call.get("id") or "", name=call.get("name") or "?",
                                    args=dict(call.get("args") or {})))
     if text := message.text.strip():
-        turn.answer = redact(text)
+        # Memory keeps what the model wrote; the page shows what the customer was shown.
+        turn.answer = private_answer(redact(text))
 
 
 def _add_result(turn: Turn, message: ToolMessage) -> None:

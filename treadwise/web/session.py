@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 import uuid
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from treadwise.agent import ToolStep, TurnResult
     from treadwise.errors import FriendlyError
+    from treadwise.web.server_secret import ServerSecret
 
 Status = Literal["running", "done", "error", "stopped"]
 
@@ -83,6 +83,8 @@ class ChatSession:
     turns: list[Turn] = field(default_factory=list)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # for the rate limit
     visitor: str = ""  # the browser's id (localStorage), for a live experiment's arm
+    user: str | None = None  # the signed-in user, when the page has a login
+    owner: str | None = None  # whose exports these are (see owners.Owners)
     exports: list[str] = field(default_factory=list)  # files written for it ("Forget me")
 
     @property
@@ -100,11 +102,12 @@ class ChatSession:
         self.turns = []
 
 
-def visitor_key(session: ChatSession) -> str:
-    """How a visitor is named in the experiment tables: a hash of the browser's id, or of the
-    session's own key for a client without a browser (one API session, one visitor)."""
-    raw = session.visitor or session.key
-    return hashlib.sha256(f"treadwise-visitor:{raw}".encode()).hexdigest()[:32]
+def visitor_key(session: ChatSession, secret: ServerSecret) -> str:
+    """How a visitor is named in the experiment tables: an HMAC, under the server's secret, of
+    who the server knows them as (a signed-in user, a visitor cookie), else of the browser's id
+    or the session's own key (one API session, one visitor). A client cannot work out which
+    name, so which arm, any id it sends would get."""
+    return secret.sign("visitor-key", session.visitor or session.key)
 
 
 def new_session() -> ChatSession:

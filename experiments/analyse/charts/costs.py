@@ -126,8 +126,7 @@ def _tool_counts(df: Any) -> Any:
     several = df["model_label"].nunique() > 1
     rows = []
     for r in df.itertuples():
-        names = [n for turn in r.tool_sequence.split(" | ") for n in turn.split(">")
-                 if n and n != "(none)"]
+        names = [name for turn in r.tool_sequence for name in turn]
         row = f"{r.scenario} / {r.model_label}" if several else r.scenario
         rows.append({"scenario": row, **Counter(names)})
     counts = pd.DataFrame(rows).fillna(0)
@@ -165,10 +164,11 @@ def model_calls(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
 
     hue = next((c for c in ("strategy", "model_label") if c in df and df[c].nunique() > 1),
                "persona")
-    source = "turn_model_calls" if df.get("turn_model_calls", pd.Series(dtype=str)).astype(
-        str).str.strip().any() else "turn_iterations"
-    rows = [{"calls": int(v), hue: getattr(r, hue)} for r in df.itertuples()
-            for v in str(getattr(r, source)).split("|") if v.strip().isdigit()]
+    # Runs made before per-turn model calls were recorded have their model replies per turn.
+    source = "turn_model_calls" if any(len(c) for c in df["turn_model_calls"]) \
+        else "turn_iterations"
+    rows = [{"calls": calls, hue: getattr(r, hue)} for r in df.itertuples()
+            for calls in getattr(r, source)]
     if not rows:
         return empty(plt, "No turn finished, so there are no model calls to show.")
     turns = pd.DataFrame(rows)

@@ -10,15 +10,15 @@ import pytest
 
 from experiments.analyse.compare import compare_runs
 from experiments.store.folder import write_meta
-from experiments.store.results_file import RESULTS_FILE, ResultsWriter
-from tests.experiments.analyse.test_report import row
+from experiments.store.records_file import RECORDS_FILE
+from tests.experiments.analyse.test_report import RowsWriter, row
 from treadwise.models.registry import OFFLINE_LABEL
 
 
 def write_run(folder: Path, outcomes: dict[str, list[str]], temperature: float = 0.0) -> Path:
     """config hash -> statuses of its 20 cases (4 scenarios x 5 repeats)."""
     folder.mkdir(parents=True)
-    with ResultsWriter(folder / RESULTS_FILE) as writer:
+    with RowsWriter(folder) as writer:
         for config, statuses in outcomes.items():
             for i, status in enumerate(statuses):
                 writer.write(row(persona="friendly" if config < "c" else "technical",
@@ -91,11 +91,10 @@ def test_the_compare_command(runs, repo, tmp_path):
     folder = tmp_path / "cmp" / f"compare-{run_a.name}-vs-{run_b.name}"
     assert str(folder / "comparison.md") in done.stdout
     missing = cli(repo, "compare", str(run_a), str(tmp_path / "nowhere"))
-    assert missing.returncode == 2 and "no results.csv" in missing.stderr
+    assert missing.returncode == 2 and "no records.jsonl" in missing.stderr
     other = write_run(tmp_path / "other", {"a": ["ok"] * 20})
-    with (other / RESULTS_FILE).open() as handle:
-        text = handle.read().replace(",s0,", ",t0,").replace(",s1,", ",t1,")
-    (other / RESULTS_FILE).write_text(text.replace(",s2,", ",t2,").replace(",s3,", ",t3,"))
+    text = (other / RECORDS_FILE).read_text().replace('"scenario":"s', '"scenario":"t')
+    (other / RECORDS_FILE).write_text(text)
     nothing = cli(repo, "compare", str(run_a), str(other), "--out", str(tmp_path / "cmp"))
     assert nothing.returncode == 1 and "Nothing to pair: the runs share no scenario" in \
         nothing.stderr

@@ -1,4 +1,4 @@
-"""Statistics against known values, and the report built from a results.csv alone."""
+"""Statistics against known values, and the report built from a run's records alone."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from experiments.analyse.report import ReportError, write_report
 from experiments.analyse.tables import best_vs_rest, load_results, percentile, summarise
 from experiments.store import list_runs
 from experiments.store.folder import write_meta
-from experiments.store.results_file import COLUMNS, RESULTS_FILE, ResultsWriter, read_rows, repair
+from experiments.store.record import KINDS, CaseRow
+from experiments.store.records_file import RECORDS_FILE, RecordsWriter
+from experiments.store.results_file import COLUMNS, RESULTS_FILE, read_rows
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -53,25 +55,45 @@ def test_rates_count_scenarios_not_cases():
     assert everyone.value == 1.0 and everyone.low < 0.85  # 17 scenarios, not certainty
 
 
+class RowsWriter:
+    """Rows appended to a run folder's records.jsonl, as a sweep keeps them."""
+
+    def __init__(self, run_dir: Path):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self._writer = RecordsWriter(run_dir / RECORDS_FILE)
+
+    def write(self, values: dict) -> None:
+        self._writer.write(CaseRow(**values))
+
+    def __enter__(self) -> RowsWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._writer.close()
+
+
 def row(**values) -> dict:
-    base = {column: "" for column in COLUMNS}
+    base = {column: {"text": "", "numeric": None, "data": []}.get(kind)
+            for column, kind in KINDS.items() if CaseRow.model_fields[column].is_required()}
     base.update({"run_id": "r", "provider": "offline", "model": "rule-based",
                  "model_spec": "offline", "variation": "baseline", "strategy": "react",
                  "category": "math", "checks_total": 3, "latency_s": 0.05, "model_calls": 2,
-                 "iterations": 2, "turn_iterations": "2", "turn_model_calls": "2",
-                 "stopped_by_cap": False, "tool_sequence": "add>square", "tool_errors": 0,
+                 "iterations": 2, "turn_iterations": [2], "turn_model_calls": [2],
+                 "stopped_by_cap": False, "tool_sequence": [["add", "square"]], "tool_errors": 0,
                  "artifacts": 0, "input_tokens": 2000, "output_tokens": 50, "cost_usd": 0.0,
                  "http_attempts": 0, "retry_wait_s": 0.0, "ttft_s": 0.01, "usage_missing": False,
                  "cache_hits": 0, "response_chars": 20, "response_words": 4, "hedges": 0,
                  "questions": 0, "numbers": 1, "units": 0, "answer": "81", "seed": 1,
                  "timestamp": "2026-01-01T00:00:00+00:00", "package_version": "0.1.0",
-                 "git_commit": "unknown"})
+                 "git_commit": "unknown", "check_details": {}, "error_message": "",
+                 "error_type": "", "tool_error_detail": ""})
     base.update(values)
     status = base.get("status") or ("ok" if base.get("success", True) else "failed")
     base["status"], base["success"] = status, status == "ok"
     base["checks_passed"] = 3 if status == "ok" else 2
     if status == "failed":
-        base.update(failed_checks="answer_number", check_details="answer_number: expected 81")
+        base.update(failed_checks=["answer_number"],
+                    check_details={"answer_number": "expected 81"})
     if status == "error":
         base.setdefault("error_type", "provider_error")
         base["error_type"] = base["error_type"] or "provider_error"
@@ -85,7 +107,7 @@ def synthetic_run(run_dir: Path, *, priced: bool = False, configs=None) -> None:
     configs = configs or [("friendly", 0.0, "aaaa", set()),
                           ("technical", 0.5, "bbbb", {0, 1, 2, 3, 4}),
                           ("cautious", 1.0, "cccc", set(range(10)))]
-    with ResultsWriter(run_dir / RESULTS_FILE) as writer:
+    with RowsWriter(run_dir) as writer:
         for persona, temperature, config, fails, *errors in configs:
             for i in range(10):
                 status = "error" if errors and i in errors[0] else (
@@ -95,7 +117,7 @@ def synthetic_run(run_dir: Path, *, priced: bool = False, configs=None) -> None:
                                  cost_usd=0.002 * (1 + temperature) if priced else 0.0,
                                  latency_s=0.05 + i / 100, response_words=4 + i,
                                  hedges=i % 3 if persona == "cautious" else 0,
-                                 turn_iterations="2|3" if i % 2 else "2"))
+                                 turn_iterations=[2, 3] if i % 2 else [2]))
     write_meta(run_dir, {"grid_name": "synthetic", "status": "finished",
                          "created": "2026-01-01T00:00:00+00:00"})
 
@@ -116,7 +138,7 @@ def test_rates_count_ok_against_failed_and_show_errors_beside(tmp_path):
 
 def test_a_case_run_again_counts_once_with_its_latest_row(tmp_path):
     synthetic_run(tmp_path, configs=[("friendly", 0.0, "aaaa", set(), {0})])
-    with ResultsWriter(tmp_path / RESULTS_FILE) as writer:
+    with RowsWriter(tmp_path) as writer:
         writer.write(row(persona="friendly", temperature=0.0, config_hash="aaaa",
                          scenario="s0", repeat=1, status="ok"))
     df = load_results(tmp_path)
@@ -200,7 +222,7 @@ def test_charts_are_colour_blind_safe_and_show_temperature(tmp_path):
     from experiments.analyse.charts.costs import cost_vs_success
     from experiments.analyse.charts.outcomes import success_heatmap, temperature_curves
 
-    with ResultsWriter(tmp_path / RESULTS_FILE) as writer:
+    with RowsWriter(tmp_path) as writer:
         for spec in ("offline", "openai:gpt-test"):
             for persona in ("friendly", "technical"):
                 for t in (0.0, 1.0):
@@ -229,45 +251,57 @@ def test_charts_are_colour_blind_safe_and_show_temperature(tmp_path):
 
 def test_report_reads_only_complete_rows(tmp_path):
     synthetic_run(tmp_path)
-    with (tmp_path / RESULTS_FILE).open("a") as handle:
-        handle.write('r,half-a-row,"an answer cut off by a ki')
+    with (tmp_path / RECORDS_FILE).open("a") as handle:
+        handle.write('{"run_id":"r","case_key":"half-a-row","answer":"cut off by a ki')
     assert len(load_results(tmp_path)) == 30
     assert write_report(tmp_path, charts=False).exists()
 
 
 def test_report_on_an_empty_run_says_so(tmp_path):
-    with pytest.raises(ReportError, match="no results.csv"):
+    with pytest.raises(ReportError, match="no records.jsonl"):
         write_report(tmp_path)
-    ResultsWriter(tmp_path / RESULTS_FILE).close()
+    RecordsWriter(tmp_path / RECORDS_FILE).close()
     with pytest.raises(ReportError, match="no finished cases"):
         write_report(tmp_path)
 
 
-def test_rows_of_an_older_run_keep_its_columns_when_resumed(tmp_path):
-    path = tmp_path / RESULTS_FILE
+def old_results(path: Path, rows: list[dict], columns: list[str] | None = None) -> None:
+    """results.csv as runs made before records.jsonl appended it: text cells, lists joined
+    (failed checks with ";", reasons with " | ", per-turn counts with "|")."""
+    joined = {"failed_checks": ";".join, "turn_iterations": lambda v: "|".join(map(str, v)),
+              "turn_model_calls": lambda v: "|".join(map(str, v)),
+              "check_details": lambda v: " | ".join(f"{k}: {w}" for k, w in v.items()),
+              "tool_sequence": lambda v: " | ".join(">".join(t) or "(none)" for t in v)}
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, columns or list(COLUMNS), extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+        for values in rows:
+            writer.writerow({k: joined[k](v) if k in joined else "" if v is None else v
+                             for k, v in values.items()})
+
+
+def test_an_older_runs_results_csv_without_newer_columns_reads(tmp_path):
     old = [c for c in COLUMNS if c not in ("status", "strategy", "http_attempts")]
-    path.write_text(",".join(old) + "\n")
-    with ResultsWriter(path) as writer:
-        writer.write(row(config_hash="aaaa", scenario="s1", repeat=1, status="failed"))
-    (got,) = read_rows(path)
+    old_results(tmp_path / RESULTS_FILE, [row(config_hash="aaaa", scenario="s1", repeat=1,
+                                              status="failed")], old)
+    (got,) = read_rows(tmp_path / RESULTS_FILE)
     assert list(got) == old and got["success"] == "False"
-    assert load_results(tmp_path)["status"].tolist() == ["failed"]
+    frame = load_results(tmp_path)
+    assert frame["status"].tolist() == ["failed"] and frame["strategy"].tolist() == ["react"]
+    assert frame["failed_checks"].tolist() == [["answer_number"]]
 
 
-def test_repair_cuts_a_record_broken_inside_a_quoted_newline(tmp_path):
+def test_an_older_results_csv_ignores_a_record_broken_inside_a_quoted_newline(tmp_path):
     path = tmp_path / RESULTS_FILE
-    with ResultsWriter(path) as writer:
-        writer.write(row(config_hash="aaaa", scenario="s1", repeat=1, answer="line one\nline two"))
-    whole = path.read_bytes()
-    path.write_bytes(whole + b'r,k2,h,s2,1,friendly,offline,x,offline,0,baseline,react,m,ok,'
+    old_results(path, [row(config_hash="aaaa", scenario="s1", repeat=1,
+                           answer="line one\nline two")])
+    with path.open("ab") as handle:
+        handle.write(b'r,k2,h,s2,1,friendly,offline,x,offline,0,baseline,react,m,ok,'
                      b'True,3,3,,,0.1,2,2,2,2,False,0,0,0,False,0,add,0,,0,1,1,0,5,1,"first\n')
     assert len(read_rows(path)) == 1
-    assert repair(path) > 0
-    assert path.read_bytes() == whole
-    with ResultsWriter(path) as writer:
-        writer.write(row(config_hash="bbbb", scenario="s2", repeat=1))
-    assert [r["config_hash"] for r in read_rows(path)] == ["aaaa", "bbbb"]
-    assert read_rows(path)[0]["answer"] == "line one\nline two"
+    (record,) = load_results(tmp_path).itertuples()
+    assert record.answer == "line one\nline two"
 
 
 def test_list_runs_newest_first(tmp_path):
@@ -301,14 +335,14 @@ def test_a_run_whose_process_is_gone_is_interrupted(tmp_path):
 def test_strategies_are_compared_by_success_and_model_calls_per_turn(tmp_path):
     """A grid over strategies gets a table of each strategy's success and its cost in model
     calls per user turn, both with intervals, and a model-calls chart split by strategy."""
-    with ResultsWriter(tmp_path / RESULTS_FILE) as writer:
+    with RowsWriter(tmp_path) as writer:
         for i in range(10):
             common = {"persona": "friendly", "temperature": 0.0, "scenario": f"s{i % 5}",
                       "repeat": i // 5 + 1}
-            writer.write(row(strategy="react", config_hash="rrrr", turn_model_calls="2",
+            writer.write(row(strategy="react", config_hash="rrrr", turn_model_calls=[2],
                              status="ok", **common))
             writer.write(row(strategy="plan-verify", config_hash="pppp",
-                             turn_model_calls="5|6" if i % 2 else "5", model_calls=11,
+                             turn_model_calls=[5, 6] if i % 2 else [5], model_calls=11,
                              status="failed" if i == 0 else "ok", **common))
     write_meta(tmp_path, {"grid_name": "strategies", "status": "finished",
                           "created": "2026-01-01T00:00:00+00:00"})

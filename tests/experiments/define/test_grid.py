@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from experiments.define.grid import DEFAULT_GRID, GRIDS_DIR, GridError, load_grid
 from experiments.define.scenarios import DEFAULT_SCENARIOS, ScenarioError, load_scenarios
+from tests.support.cli import experiments
 
 CATEGORIES = {"information query", "tire recommendation", "service inquiry", "lead collection",
               "unknown question"}
@@ -168,9 +167,7 @@ def test_a_grid_that_is_not_yaml_is_one_line_naming_the_file_and_the_line(tmp_pa
     message = str(error.value)
     assert "\n" not in message and message.startswith(f"{path}: not valid YAML at {where}: ")
     assert what in message
-    done = subprocess.run([sys.executable, "-m", "experiments", "run", "--grid", str(path),
-                           "--out", str(tmp_path / "out")], cwd=repo, capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = experiments("run", "--grid", str(path), "--out", str(tmp_path / "out"), cwd=repo)
     assert done.returncode == 2 and done.stderr == f"error: {message}\n"
     assert not (tmp_path / "out").exists()
 

@@ -179,7 +179,7 @@ def test_the_cli_creates_reports_exports_and_stops(tmp_path: Path, capsys) -> No
 def test_a_conversation_reopened_in_another_browser_stays_in_its_arm(tmp_path: Path) -> None:
     import dataclasses
 
-    from experiments.web.live_chat import LiveChat, visitor_key
+    from experiments.web.live_chat import LiveChat
     from treadwise.settings import Settings
     from treadwise.web.session import ChatSession
 
@@ -190,7 +190,7 @@ def test_a_conversation_reopened_in_another_browser_stays_in_its_arm(tmp_path: P
     arm = live.arm(first)[1].name
     # Another browser whose own arm differs, opening the first browser's conversation link.
     other = next(ChatSession(visitor=f"browser-{n:016d}") for n in range(100)
-                 if experiment.pick(visitor_key(ChatSession(visitor=f"browser-{n:016d}"))).name
+                 if experiment.pick(live.visitor(ChatSession(visitor=f"browser-{n:016d}"))).name
                  != arm)
     other.thread_id = first.thread_id
     assert live.arm(other)[1].name == arm

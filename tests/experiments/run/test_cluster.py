@@ -15,6 +15,7 @@ import pytest
 
 from experiments.define.grid import load_grid
 from experiments.store.folder import read_meta
+from experiments.store.records_file import RECORDS_FILE, read_records
 from experiments.store.results_file import RESULTS_FILE, read_rows
 from experiments.web.runs_tab import run_choices
 from tests.experiments.run.test_runner import HOURS, write_grid
@@ -112,8 +113,9 @@ def finish(process: subprocess.Popen, timeout: float = 900) -> tuple[int, str, s
 
 
 def rows_of(out: Path) -> list[dict]:
-    runs = [p for p in out.iterdir() if (p / RESULTS_FILE).exists()] if out.is_dir() else []
-    return read_rows(runs[0] / RESULTS_FILE) if runs else []
+    """The run's records so far (kept as each batch comes back)."""
+    runs = [p for p in out.iterdir() if (p / RECORDS_FILE).exists()] if out.is_dir() else []
+    return [dict(r) for r in read_records(runs[0] / RECORDS_FILE)] if runs else []
 
 
 def wait_for_rows(out: Path, n: int, process: subprocess.Popen, timeout: float = 900) -> None:
@@ -129,6 +131,9 @@ def wait_for_rows(out: Path, n: int, process: subprocess.Popen, timeout: float =
 def assert_every_case_once(out: Path, keys: set[str]) -> list[dict]:
     rows = rows_of(out)
     assert sorted(r["case_key"] for r in rows) == sorted(keys)  # each case, none twice
+    (folder,) = [p for p in out.iterdir() if (p / RECORDS_FILE).exists()]
+    exported = read_rows(folder / RESULTS_FILE)  # written when the run ended
+    assert sorted(r["case_key"] for r in exported) == sorted(keys)
     return rows
 
 
@@ -225,6 +230,48 @@ def test_a_budget_holds_across_the_workers(repo, tmp_path, env, cluster):
     in_flight = sum(cluster.client().nthreads().values())  # cases kept running at most
     assert 20 <= meta["spent"]["model_calls"] <= 20 + 2 * in_flight  # 2 calls a case
     assert "max_calls 20 reached" in meta["budget_stop"]["reason"]
+
+
+def test_a_worker_runs_the_case_it_is_sent_without_expanding_any_grid(tmp_path, cluster):
+    """A task carries its case: a worker whose copy of the run's scenario file cannot be read
+    runs a case of a scenario that is in no file it has."""
+    import dataclasses
+    import queue
+
+    import yaml
+
+    from experiments.define.grid import Case
+    from experiments.define.scenarios import load_scenarios
+    from experiments.run.cluster import Cluster, ClusterLane, run_spec
+    from experiments.run.lanes import RECORD
+    from experiments.store.folder import FolderRun
+    from experiments.store.run_store import SCENARIOS_COPY
+
+    grid = load_grid(write_grid(tmp_path, [HOURS], models=["openai:gpt-test"]))
+    run = FolderRun.create(grid, tmp_path / "out")
+    (tmp_path / "elsewhere.yaml").write_text(yaml.safe_dump({"scenarios": [
+        {**HOURS, "id": "unseen", "turns": ["When are you open on Saturday?"]}]}))
+    (unseen,) = load_scenarios(tmp_path / "elsewhere.yaml")
+    case = Case(grid.cells()[0], unseen, 7)
+    spec = run_spec(run.folder, None, 1.0, "test", "unknown")
+    # Another machine's worker: it reads the run's files from the spec, the scenarios garbled.
+    spec = dataclasses.replace(spec, host="another-machine",
+                               files={**spec.files, SCENARIOS_COPY: "scenarios: [unreadable"})
+    events: queue.SimpleQueue = queue.SimpleQueue()
+    lane = ClusterLane(Cluster(cluster.client(), cluster.address), spec, events)
+    try:
+        lane.capacity()
+        lane.submit(case)
+        lane.flush()
+        event = events.get(timeout=300)
+    finally:
+        lane.close(wait=True)
+    assert event.kind == RECORD, event.why
+    (record,) = event.records
+    assert (record.row.case_key, record.row.scenario, record.row.repeat) == (
+        case.key, "unseen", 7)
+    assert record.row.status == "ok", record.row.check_details
+    assert record.transcript["turns"][0]["user"] == "When are you open on Saturday?"
 
 
 def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path, env,

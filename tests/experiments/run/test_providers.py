@@ -11,6 +11,7 @@ from experiments.analyse.report import write_report
 from experiments.define.grid import load_grid
 from experiments.run.runner import SweepError
 from experiments.store.folder import read_meta
+from experiments.store.records_file import RECORDS_FILE, read_records
 from experiments.store.results_file import RESULTS_FILE, read_rows
 from tests.experiments.run.test_runner import HOURS, openai_env, sweep, write_grid
 from tests.support.loopback import OpenAIServer, Reply, scripted, tool_then_answer
@@ -157,10 +158,13 @@ def test_errors_are_apart_from_failures_and_retry_errors_reruns_only_them(tmp_pa
         _, lines = sweep(None, tmp_path / "out", resume=run_dir, retry_errors=True)
         assert any("to run now: 1, already done: 3 (1 errored)" in line for line in lines)
         assert len(server.requests) - before == 2  # the broken case's two model calls
-    rows = read_rows(run_dir / RESULTS_FILE)
-    assert sorted(r["scenario"] for r in rows[:3]) == ["broken", "hours", "wrong"]
-    assert rows[3]["scenario"] == "broken"  # appended; readers take a case's latest row
-    assert [r["status"] for r in rows if r["scenario"] == "broken"] == ["error", "ok"]
+    rows = read_records(run_dir / RECORDS_FILE)
+    assert sorted(r.scenario for r in rows[:3]) == ["broken", "hours", "wrong"]
+    assert rows[3].scenario == "broken"  # appended; readers take a case's latest record
+    assert [r.status for r in rows if r.scenario == "broken"] == ["error", "ok"]
+    exported = read_rows(run_dir / RESULTS_FILE)  # one row per case, its latest
+    assert sorted((r["scenario"], r["status"]) for r in exported) == [
+        ("broken", "ok"), ("hours", "ok"), ("wrong", "failed")]
     with pytest.raises(SweepError, match="give it --resume"):
         sweep(grid, tmp_path / "out", retry_errors=True)
 

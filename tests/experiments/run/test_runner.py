@@ -18,7 +18,9 @@ from experiments.define.grid import load_grid
 from experiments.define.scenarios import DEFAULT_SCENARIOS, load_scenarios
 from experiments.run.runner import Progress, SweepError, run_sweep
 from experiments.store.folder import read_meta
+from experiments.store.records_file import RECORDS_FILE, read_records
 from experiments.store.results_file import RESULTS_FILE, read_rows
+from tests.support.cli import experiments
 from tests.support.loopback import OpenAIServer
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -47,7 +49,12 @@ def sweep(grid: Path, out: Path, **options) -> tuple[Path, list[str]]:
     return run_dir, lines
 
 
-def cli(repo: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def cli(repo: Path, *args: str, timeout: float = 240,
+        process: bool = False) -> subprocess.CompletedProcess:
+    """`python -m experiments ARGS` in `repo`: in this process (tests/support/cli.py), or as a
+    real process where starting one is what the test is about."""
+    if not process:
+        return experiments(*args, cwd=repo)
     return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=repo,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
@@ -65,7 +72,7 @@ def valid_png(path: Path) -> bool:
 @pytest.mark.slow
 def test_default_grid_runs_with_no_key_through_the_cli(repo, tmp_path):
     started = time.perf_counter()
-    done = cli(repo, "run", "--out", str(tmp_path), timeout=280)
+    done = cli(repo, "run", "--out", str(tmp_path), timeout=280, process=True)
     assert done.returncode == 0, done.stderr[-2000:]
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     scenarios = load_scenarios(DEFAULT_SCENARIOS)
@@ -102,18 +109,19 @@ def test_a_killed_sweep_resumes_without_running_any_case_twice(repo, tmp_path):
                               "--out", str(out), "--no-report"], cwd=repo,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    rows_before: list[dict] = []
+    rows_before: list = []
     while time.monotonic() < deadline and child.poll() is None:
-        found = list(out.glob(f"*/{RESULTS_FILE}"))
-        rows_before = read_rows(found[0]) if found else []
+        found = list(out.glob(f"*/{RECORDS_FILE}"))
+        rows_before = read_records(found[0]) if found else []
         if len(rows_before) >= 15:
             break
         time.sleep(0.02)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
     (run_dir,) = list(out.iterdir())
-    rows_before = read_rows(run_dir / RESULTS_FILE)
+    rows_before = read_records(run_dir / RECORDS_FILE)  # kept as each case finished
     assert 15 <= len(rows_before) < total, "the sweep must be killed midway"
+    assert not (run_dir / RESULTS_FILE).exists()  # the export is written when a run ends
     assert read_meta(run_dir)["status"] == "running"
     listing = cli(repo, "list", "--out", str(out))
     assert run_dir.name in listing.stdout and listing.stdout.rstrip().endswith("interrupted")
@@ -121,13 +129,14 @@ def test_a_killed_sweep_resumes_without_running_any_case_twice(repo, tmp_path):
     done = cli(repo, "run", "--resume", str(run_dir), "--no-report")
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"already done: {len(rows_before)}" in done.stderr
-    rows = read_rows(run_dir / RESULTS_FILE)
-    keys = [r["case_key"] for r in rows]
+    rows = read_records(run_dir / RECORDS_FILE)
+    keys = [r.case_key for r in rows]
     assert len(rows) == total
     assert len(set(keys)) == total
     assert {c.key for c in load_grid(grid).cases()} == set(keys)
     # Rows finished before the kill are kept as they were, not run again.
     assert rows[:len(rows_before)] == rows_before
+    assert [r["case_key"] for r in read_rows(run_dir / RESULTS_FILE)] == keys
     meta = read_meta(run_dir)
     assert meta["status"] == "finished" and len(meta["attempts"]) == 2
 
@@ -137,11 +146,12 @@ def test_resume_skips_finished_cases_and_ignores_a_half_written_row(tmp_path):
     run_dir, _ = sweep(grid, tmp_path / "out", limit=2)
     first = read_rows(run_dir / RESULTS_FILE)
     assert len(first) == 2
-    with (run_dir / RESULTS_FILE).open("a") as handle:
-        handle.write(f'r,{first[0]["case_key"][:-1]}9,x,hours,1,friendly,"cut off')
+    with (run_dir / RECORDS_FILE).open("a") as handle:
+        handle.write(f'{{"run_id":"r","case_key":"{first[0]["case_key"][:-1]}9","answer":"cut')
     run_dir, lines = sweep(None, tmp_path / "out", resume=run_dir)
     rows = read_rows(run_dir / RESULTS_FILE)
     assert len(rows) == 6 and len({r["case_key"] for r in rows}) == 6
+    assert len(read_records(run_dir / RECORDS_FILE)) == 6  # the cut line is gone
     assert rows[:2] == first
     assert any("already done: 2" in line for line in lines)
 
@@ -254,7 +264,7 @@ def test_report_and_list_commands(repo, tmp_path):
     listing = cli(repo, "list", "--out", str(tmp_path / "out"))
     assert run_dir.name in listing.stdout and "report" in listing.stdout
     missing = cli(repo, "report", str(tmp_path / "nowhere"))
-    assert missing.returncode == 2 and "no results.csv" in missing.stderr
+    assert missing.returncode == 2 and "no records.jsonl" in missing.stderr
 
 
 def test_rows_carry_provenance(tmp_path):
@@ -266,7 +276,7 @@ def test_rows_carry_provenance(tmp_path):
     assert row["run_id"] == run_dir.name
     assert row["package_version"] == treadwise.__version__
     assert len(row["git_commit"]) == 40 or row["git_commit"] == "unknown"
-    assert row["tool_sequence"] == "get_business_info"
+    assert row["tool_sequence"] == '[["get_business_info"]]'
     assert int(row["response_words"]) == len(row["answer"].split()) > 0
     assert row["cost_usd"] == "0.0" and row["seed"].isdigit()
     assert os.path.exists(run_dir / "grid.yaml")

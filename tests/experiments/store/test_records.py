@@ -155,7 +155,7 @@ def test_a_failing_judge_is_a_judge_error_counted_shown_and_judged_again(tmp_pat
         _, lines = sweep(None, tmp_path / "out", resume=run_dir, retry_errors=True)
         assert any("to run now: 1" in line for line in lines)
     row = read_rows(run_dir / RESULTS_FILE)[-1]
-    assert (row["judge_status"], row["judge_score"], row["judge_scores"]) == ("ok", "4", "4|4")
+    assert (row["judge_status"], row["judge_score"], row["judge_scores"]) == ("ok", "4", "[4,4]")
     assert row["judge_calls"] == "2" and float(row["judge_cost_usd"]) > 0
     assert row["judge_agreement"] == "1.0"
     meta = json.loads((run_dir / "meta.json").read_text())
@@ -235,7 +235,7 @@ def test_local_settings_are_factors_and_charts_keep_models_and_prices_apart(tmp_
     assert sorted(c.model for c in grid.cells()) == [
         "local:smollm2", "local:smollm2?decoding=free", "offline"]
     frame = pd.DataFrame({"scenario": ["s", "s"], "model_label": ["a", "b"],
-                          "tool_sequence": ["add", "(none)"]})
+                          "tool_sequence": [[["add"]], [[]]]})
     counts = _tool_counts(frame)
     assert counts.loc["s / a", "add"] == 1 and counts.loc["s / b", "add"] == 0
     assert _free_label(pd.Series([0.0, math.nan])) == "$0 (free) or unpriced"

@@ -36,8 +36,8 @@ def send(client: Client, message: str, persona: str = "cautious") -> list[dict]:
 
 
 def _public(data_dir: Path) -> Settings:
-    env = {"TREADWISE_PUBLIC": "1", "TREADWISE_AUTH": "boss:pw-9931,guest:pw-1177",
-           "TREADWISE_ADMINS": "boss"}
+    env = {"TREADWISE_PUBLIC": "1", "TREADWISE_ADMINS": "boss",
+           "TREADWISE_AUTH": "boss:pw-9931,guest:pw-1177,ann:pw-2288,cy:pw-3399"}
     return dataclasses.replace(Settings.from_env(env), data_dir=data_dir)
 
 
@@ -50,8 +50,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
         yield url, data_dir
 
 
-def guest(url: str) -> Client:
-    return loopback_client(url, auth=("guest", "pw-1177"), download_files=False)
+def guest(url: str, user: str = "guest") -> Client:
+    password = {"guest": "pw-1177", "ann": "pw-2288", "cy": "pw-3399"}[user]
+    return loopback_client(url, auth=(user, password), download_files=False)
 
 
 def test_a_visitor_keeps_one_arm_and_their_ratings_carry_no_text(app) -> None:
@@ -66,7 +67,8 @@ def test_a_visitor_keeps_one_arm_and_their_ratings_carry_no_text(app) -> None:
     assert "score 4 is saved" in client.predict("4", api_name="/score")
     client.predict("2", api_name="/score")  # a second score replaces the first
     assert "from 1 to 5" in client.predict("nine", api_name="/score")
-    others = [guest(url) for _ in range(2)]
+    # A signed-in user is one visitor, whichever session they use: two other users.
+    others = [guest(url, user) for user in ("ann", "cy")]
     for other in others:
         send(other, "Hi")
     store = SqliteLiveStore(data_dir)
