@@ -71,6 +71,17 @@ def test_questions_about_the_conversation_are_answered_from_it(agent, tool_names
     assert get_persona(persona).phrases("recall_question")[0].split("{")[0] in asked.answer
 
 
+@pytest.mark.parametrize(("message", "expected"), [
+    ("what was my last question?", "Add 5 and 4"), ("do you remember what I asked", "Add 5 and 4"),
+    ("can you repeat that please", "5 + 4 = 9"), ("say that again", "5 + 4 = 9"),
+    ("what's the result", "5 + 4 = 9"), ("Sorry, what did you say?", "5 + 4 = 9"),
+    ("recap", "Add 5 and 4"), ("what have we talked about so far?", "5 + 4 = 9"),
+])
+def test_the_ways_people_ask_about_the_conversation(agent, message, expected):
+    _, result = converse(agent, "friendly", f"ways-{message}", "Add 5 and 4", message)
+    assert expected in result.answer and result.tool_calls == []
+
+
 def test_the_personas_recall_in_their_own_voices(agent):
     replies = {persona: converse(agent, persona, "voices", "Add 5 and 4",
                                  "what did I just ask you?")[1].answer for persona in PERSONAS}

@@ -74,7 +74,7 @@ def exchanges(history: Sequence[BaseMessage]) -> list[Exchange]:
     for message in [*history, HumanMessage("")]:
         if isinstance(message, HumanMessage) and not stage_of(message) \
                 and message.text != EMPTY_REPLY_NUDGE:
-            if question and kind_of(_core(question)) is None:
+            if question and kind_of(strip_padding(question) or question) is None:
                 found.append(Exchange(question, reply, tuple(results)))
             question, reply, results = message.text.strip(), "", []
         elif isinstance(message, ToolMessage):
@@ -144,10 +144,6 @@ def _frames() -> tuple[str, ...]:
     found = {phrase.strip() for persona in load_personas().values() for part in FRAME_PARTS
              for phrase in persona.phrases(part) if "{" not in phrase}
     return tuple(sorted(found, key=len, reverse=True))
-
-
-def _core(text: str) -> str:
-    return strip_padding(text) or text
 
 
 def _clip(text: str, limit: int) -> str:
