@@ -69,6 +69,13 @@ def test_questions_about_the_conversation_are_answered_from_it(agent, tool_names
         assert_customer_facing(result.answer, tool_names)
     # The replies are the persona's own, not one canned sentence for everybody.
     assert get_persona(persona).phrases("recall_question")[0].split("{")[0] in asked.answer
+    # Each asked straight after the opening turn says the same.
+    for question, shown in (("What did I just ask you?", re.escape(said)),
+                            ("what was the answer again", found), ("repeat that", found),
+                            ("summarise our chat", found)):
+        _, alone = converse(agent, persona, f"alone-{opening}-{question}", said, question)
+        assert re.search(shown, alone.answer) and alone.tool_calls == [], alone.answer
+        assert_customer_facing(alone.answer, tool_names)
 
 
 @pytest.mark.parametrize(("message", "expected"), [
