@@ -49,10 +49,11 @@ def local_model():
     """The local model, or None with the reason printed when it cannot run here."""
     from treadwise.errors import ModelConfigError
     from treadwise.models import resolve_model
+    from treadwise.models.spec import ModelSettings
 
     try:
-        model = resolve_model(LOCAL, settings=Settings(timeout_s=180),
-                              env={"TREADWISE_LOCAL_MAX_TOKENS": "24"})
+        model = resolve_model(LOCAL, ModelSettings(max_tokens=24).reached_by(
+            Settings(timeout_s=180)))
         model.warm()
     except (ModelConfigError, OSError) as exc:
         print(f"privacy_corpus ({LOCAL} sample): skipped, {exc}")

@@ -84,6 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", type=Path, default=Path("results"),
                          help="folder that receives the comparison folder compare-A-vs-B "
                          "(default: results)")
+    planned = commands.add_parser(
+        "power", help="how many scenarios a grid needs to find a difference with 80% power")
+    planned.add_argument("--detect", type=float, required=True, metavar="D",
+                         help="the difference to find, a fraction (0.10 for ten points)")
+    source = planned.add_mutually_exclusive_group()
+    source.add_argument("--from", dest="run", type=Path, default=None, metavar="RUN",
+                        help="an earlier run: its scenario spread and its report's family")
+    source.add_argument("--grid", type=Path, default=None,
+                        help="a grid file (default: the default grid), with a conservative "
+                        "spread")
     from experiments.live.commands import add_parser as add_live
 
     add_live(commands)
@@ -152,6 +162,13 @@ def _compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _power(args: argparse.Namespace) -> int:
+    from experiments.analyse.planning import plan
+
+    print("\n".join(plan(args.detect, args.run, args.grid).lines()))
+    return EXIT_OK
+
+
 def _live(args: argparse.Namespace) -> int:
     from experiments.live.commands import run
     from treadwise.storage.leads import StoreUnavailable
@@ -166,7 +183,7 @@ def _live(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"run": _run, "report": _report, "list": _list, "show": _show,
-                "compare": _compare, "export": _export, "live": _live}
+                "compare": _compare, "export": _export, "live": _live, "power": _power}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -74,6 +74,7 @@ def test_chained_arithmetic_through_the_cli():
     assert data["iterations"] >= 2 and data["llm_calls"] >= 2
 
 
+@pytest.mark.slow
 def test_a_second_process_sees_the_first_turn_of_its_thread(data_dir):
     chat_json("--thread", "T1", "I'm interested in fleet services for my 12 vans, contact me",
               process=True)

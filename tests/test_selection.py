@@ -7,22 +7,24 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, SERVICE_FIXTURES, SERVICE_MARKERS
 
-# Two collections of the whole suite (about 10 s each): not for the quick run itself.
+# One collection of the whole suite (about 10 s): not for the quick run itself.
 pytestmark = pytest.mark.slow
 Selection = dict[str, dict[str, list[str]]]
 
 
-def collected(folder: Path, *args: str) -> Selection:
-    target = folder / "selection.json"
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    """Every test of the suite, collected with `-m quick` as the quick command does: pytest's
+    own marker selection decides which are selected, the rest are reported deselected."""
+    target = tmp_path_factory.mktemp("selection") / "selection.json"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p",
-         "tests.support.selection_report", "-p", "no:cacheprovider", *args],
+         "tests.support.selection_report", "-p", "no:cacheprovider", "-m", "quick"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
         env={**os.environ, "TREADWISE_SELECTION_REPORT": str(target)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -30,13 +32,13 @@ def collected(folder: Path, *args: str) -> Selection:
 
 
 @pytest.fixture(scope="module")
-def everything(tmp_path_factory: pytest.TempPathFactory) -> Selection:
-    return collected(tmp_path_factory.mktemp("all"))
+def everything(collected: dict[str, dict]) -> Selection:
+    return collected
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> Selection:
-    return collected(tmp_path_factory.mktemp("quick"), "-m", "quick")
+def quick(collected: dict[str, dict]) -> Selection:
+    return {nodeid: item for nodeid, item in collected.items() if item["selected"]}
 
 
 def test_every_test_using_a_service_fixture_carries_its_marker_and_quick_selects_none(

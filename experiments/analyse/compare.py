@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from experiments.analyse.inference import EFFECT_METHOD
+from experiments.analyse.inference import ALPHA, EFFECT_METHOD
+from experiments.analyse.markdown import confidence, pct, points, span, table
 from experiments.analyse.pairing import NothingToPair, Pairing, pair_runs, scenario_hashes
-from experiments.analyse.report import pct, points, span, table
 from experiments.analyse.tables import as_run, load_results
 from experiments.store import RunStore
 from experiments.store.run_store import SCENARIOS_COPY
@@ -81,11 +81,13 @@ def _overall_line(pairing: Pairing) -> str:
     if not found.has_interval:
         return (f"Over {found.pairs} paired cases, B - A = {points(found.value)}: "
                 f"{found.note}; no test.")
-    verdict = "a significant" if found.p_value < 0.05 else "no significant"
+    shown = found.p_value < 1 - found.level
+    verdict = ("a difference shown at this report's 5% error rate" if shown else
+               "no difference shown: one anywhere in the interval cannot be ruled out")
     return (f"Over {found.pairs} paired cases in {found.scenarios} scenarios, success A "
             f"{pct(pairing.rate_a)}, B {pct(pairing.rate_b)}: B - A = {points(found.value)} "
-            f"(95% CI {points(found.low)} to {points(found.high)}, p = {found.p_value:.3g}): "
-            f"{verdict} difference at the 5% level.")
+            f"({100 * found.level:.4g}% CI {points(found.low)} to {points(found.high)}): "
+            f"{verdict}.")
 
 
 def _write(result: Comparison, name_a: str, name_b: str, chart: bool) -> None:
@@ -94,25 +96,30 @@ def _write(result: Comparison, name_a: str, name_b: str, chart: bool) -> None:
     changed = frame[frame["significant"]]
     lines = [f"# Comparison: {name_b} (B) vs. {name_a} (A)", "", _factor_line(pairing),
              "B - A is the difference in success over the cases both runs answered, one "
-             f"difference per scenario ({EFFECT_METHOD}); per configuration p-values are "
-             f"Holm-corrected over the {len(frame)} configurations.", "",
+             f"difference per scenario ({EFFECT_METHOD}); an errored case may have been a pass "
+             "or a fail, and the intervals allow either. One error rate for this report: "
+             f"with no true change the chance it claims any is at most {ALPHA:.0%}, half for "
+             f"the overall difference and half split over the {len(frame)} configurations, "
+             "each interval at its comparison's level (p on the report's scale).", "",
              f"- {_overall_line(pairing)}", *(f"- {note}" for note in pairing.notes),
              *(f"- {label} (not compared): {', '.join(names[:10])}"
                + (" ..." if len(names) > 10 else "")
                for label, names in (("Only in A", pairing.only_a), ("Only in B", pairing.only_b))
                if names),
-             f"- {len(changed)} of {len(frame)} configurations changed significantly"
+             f"- {len(changed)} of {len(frame)} configurations changed significantly (at the "
+             "report's one 5% error rate)"
              + (": " + "; ".join(f"{r.configuration} ({points(r.diff)})"
                                  for r in changed.itertuples()) if len(changed) else "."),
              "", table(frame, {
                  "configuration": "configuration", "pairs": "pairs", "scenarios": "scenarios",
-                 "B - A": lambda r: points(r["diff"]), "95% CI": span,
-                 "p (Holm)": lambda r: "n/a" if math.isnan(r["p_holm"]) or
-                 math.isnan(r["p_value"]) else f"{r['p_holm']:.3g}"})]
+                 "B - A": lambda r: points(r["diff"]), "interval": span, "confidence": confidence,
+                 "p (report)": lambda r: "n/a" if math.isnan(r["p_adjusted"]) else
+                 f"{r['p_adjusted']:.3g}"})]
     if chart:
         lines += ["", f"![B - A per configuration]({CHART})", "",
-                  "*Each configuration's change in success (B - A) with its 95% interval over "
-                  "scenarios; filled markers are significant after Holm's correction.*"]
+                  "*Each configuration's change in success (B - A) with its interval over "
+                  "scenarios at its level in the report's family; filled markers are changes "
+                  "shown at the report's 5% error rate.*"]
     result.report.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -137,8 +144,8 @@ def _chart(pairing: Pairing, path: Path, name_a: str, name_b: str) -> None:
     ax.set_yticks(range(len(frame)), list(frame["configuration"]), fontsize=8)
     ax.set_xlim(-1.05, 1.05)
     ax.xaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
-    ax.set_xlabel(f"change in success, B ({name_b}) - A ({name_a}); 95% CI: t over "
-                  "scenario-level differences", fontsize=9)
+    ax.set_xlabel(f"change in success, B ({name_b}) - A ({name_a}); interval: t over "
+                  "scenario-level differences, at the report's one error rate", fontsize=9)
     fig.suptitle("Run B against run A, configuration by configuration", fontsize=11,
                  fontweight="bold")
     fig.tight_layout()

@@ -1,33 +1,64 @@
-"""Scenario-level inference for sweeps: rates, factor effects, best-vs-rest and paired runs."""
+"""Scenario-level intervals: a rate, a mean and a difference from one number per scenario.
+
+The scenario is the unit: repeats of a scenario are one answer said again at T = 0 and are
+never independent trials, so every interval below takes one value per scenario (its mean over
+repeats and cells) and counts scenarios, whatever the number of cases.
+
+- A rate (or any measure with known bounds, such as a 1-5 score put on 0-1) gets the exact
+  Clopper-Pearson interval over the scenario means (statsmodels' proportion_confint, "beta",
+  with the sum of the means as the count). For 0/1 scenario means (T = 0) it is exact, so it
+  covers at least 95% at any number of scenarios, where Wilson's dips to 88% at 4; for means of
+  several repeats it is conservative. 23 scenarios that all pass give 85.2%-100%.
+- A difference between two levels is the t-interval over the per-scenario differences (G - 1
+  degrees of freedom) with a floor under its variance where scenarios tie. When many scenarios
+  show the very same difference (all pass at both levels: 0), their spread says nothing about
+  the scenarios not drawn: up to q0 = 1 - (alpha/2)^(1/G) of all scenarios could behave
+  differently and still be missed by G draws (exact, binomial), and such scenarios could sit
+  as far as the bound. The floor is the variance that makes the interval reach that far:
+  when every scenario agrees the half-width is exactly q0 times the distance to the bound
+  (the exact binomial bound: 23 scenarios, +-14.8 points at 95%); when only some tie, q0 is
+  scaled by the share that ties and the distance mixes the bound's with the farthest
+  scenario's, so with spread and few ties the floor vanishes and the plain t-interval
+  remains. benchmarks/stats_calibration.py shows the coverage both ways, through the report's
+  own code: at the ceiling (a level failing 5-15% of scenarios outright, which the plain
+  t-interval covered 62-87% of the time) and with scenarios spread by difficulty.
+- An errored case may have hidden a pass or a fail. A difference's interval is the hull of the
+  interval with the level's errors counted as fails and the reference's as passes, and the one
+  the other way round, so it holds whatever made a case error; the estimate is taken on the
+  cases both sides answered.
+- An unbounded mean (words, counts) gets the t-interval; scenarios that all agree give none (an
+  unbounded measure's spread cannot be bounded from them) and a count's interval stops at 0.
+
+Every interval is computed at a stated level: a claim's level is its share of the report's one
+error rate (experiments/analyse/family.py), and its p-value is the smallest level at which its
+interval leaves out 0, so a table's intervals and its adjusted p-values always agree.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 ALPHA = 0.05
 POWER = 0.80
-# Below four scenarios a rate interval spans most of 0-100% and a t-interval has under three
-# degrees of freedom; benchmarks/stats_calibration.py shows the coverage this threshold keeps.
+# Below four scenarios a difference's interval has under three degrees of freedom and even a
+# 100-point difference cannot be shown; no interval or test is given there.
 MIN_SCENARIOS = 4
 TOO_FEW = "too few scenarios"
-RATE_METHOD = "Wilson over scenario means (n = scenarios)"
-EFFECT_METHOD = "t over scenario-level differences (G-1 df)"
-BEST_METHOD = "best vs rest, adjusted for picking the best of k (studentized range)"
+RATE_METHOD = "exact (Clopper-Pearson) over scenario means, n = scenarios"
+EFFECT_METHOD = "t over one difference per scenario (G-1 df), floored where scenarios tie"
 MEAN_METHOD = "t over scenario means (G-1 df)"
 PROPORTION = (0.0, 1.0)
+TIE = 1e-9  # differences closer than this are one value
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A rate, mean or difference with its 95% interval, p-value and how they were made.
-
-    `low` and `high` are NaN when the data cannot give an interval; `note` says why.
-    """
+    """A rate, mean or difference with its interval at `level`, how it was made, and why
+    there is none (`note`) when `low` and `high` are NaN."""
 
     value: float
     low: float
@@ -36,7 +67,7 @@ class Estimate:
     scenarios: int
     p_value: float = math.nan
     note: str = ""
-    se: float = math.nan
+    level: float = 1 - ALPHA
     pairs: int = 0
     unmatched: int = 0
 
@@ -45,120 +76,152 @@ class Estimate:
         return not math.isnan(self.low)
 
 
-def _np() -> Any:
-    import numpy as np
+def exact_rate(means: Any, alpha: Any = ALPHA) -> tuple[Any, Any, Any]:
+    """Rate, low and high from scenario means on 0-1 (last axis; NaN = no answer), exact
+    (Clopper-Pearson) with n = the scenarios answered and their means' sum as the count."""
+    from statsmodels.stats.proportion import proportion_confint
 
-    return np
-
-
-def wilson(p: Any, n: Any) -> tuple[Any, Any]:
-    """95% Wilson score bounds for a proportion p out of n (arrays broadcast); p may be a
-    mean of fractions (a scenario's share of passing repeats)."""
-    from scipy import stats
-
-    np = _np()
-    p, n = np.asarray(p, dtype=float), np.asarray(n, dtype=float)
-    z = stats.norm.ppf(1 - ALPHA / 2)
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
-
-
-def scenario_wilson(means: Any) -> tuple[Any, Any, Any]:
-    """Rate and interval from scenario means (last axis = scenarios): each scenario counts as
-    one trial whatever its repeats, so identical repeats add nothing and the interval is
-    monotone in successes, never zero-width, and always holds the estimate."""
-    np = _np()
     means = np.asarray(means, dtype=float)
-    value = means.mean(axis=-1)
-    low, high = wilson(value, means.shape[-1])
+    n = np.sum(~np.isnan(means), axis=-1)
+    total = np.nansum(means, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+        low, high = proportion_confint(np.clip(total, 0, n), np.maximum(n, 1), alpha=alpha,
+                                       method="beta")
+    low = np.where(n > 0, np.minimum(np.nan_to_num(low, nan=0.0), value), np.nan)
+    high = np.where(n > 0, np.maximum(np.nan_to_num(high, nan=1.0), value), np.nan)
     return value, low, high
 
 
-def least_variance(mean: Any, draws: Any) -> Any:
-    """The variance of the mean of `draws` paired differences that all equal `mean`, with one
-    more pair added, half +1 and half -1: what the number of draws alone leaves unknown. The
-    floor under the spread between scenarios, so that every scenario showing the same
-    difference does not give a zero-width interval; any real spread is far above it."""
-    total = draws + 1
-    return ((draws * mean ** 2 + 1) / total - (draws * mean / total) ** 2) / total
+@dataclass(frozen=True)
+class Spread:
+    """What a difference's interval needs of its per-scenario values, one entry per contrast:
+    scenarios, mean, variance (G - 1), the share of scenarios that tie at one value, and the
+    squared distances from that value to the farther bound and to the farthest scenario."""
+
+    n: np.ndarray
+    mean: np.ndarray
+    var: np.ndarray
+    ties: np.ndarray
+    far2: np.ndarray
+    dev2: np.ndarray
+    bounded: bool
 
 
-def draws(differences: Any, cells: Sequence[str]) -> tuple[float, int]:
-    """Mean and number of independent draws among paired differences (indexed by `cells` and
-    repeat): a cell whose repeats all gave the same difference counts once, as at T = 0 its
-    repeats are one answer; a cell whose repeats differ counts each of them."""
-    import pandas as pd
-
-    same = differences.groupby(level=list(cells), dropna=False).transform("nunique").le(1)
-    once = differences[same].groupby(level=list(cells), dropna=False).first()
-    found = pd.concat([differences[~same], once])
-    return (float(found.mean()) if len(found) else 0.0), len(found)
-
-
-def scenario_t(differences: Any, floor: Any) -> tuple[Any, Any, Any, Any]:
-    """Mean difference over scenarios (last axis; NaN = a scenario not compared), its 95%
-    t-interval with G-1 degrees of freedom and two-sided p-value. The variance of the mean is
-    the spread between scenarios over G, never below `floor`, so agreeing scenarios do not
-    give zero width."""
-    from scipy import stats
-
-    np = _np()
-    differences = np.asarray(differences, dtype=float)
-    scenarios = np.sum(~np.isnan(differences), axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = np.nansum(differences, axis=-1) / scenarios
-        spread = np.nansum((differences - value[..., None]) ** 2, axis=-1) / (scenarios - 1)
-        se = np.sqrt(np.maximum(np.where(scenarios > 1, spread / scenarios, 0.0), floor))
-        critical = stats.t.ppf(1 - ALPHA / 2, scenarios - 1)
-        p_value = np.where(se > 0, 2 * stats.t.sf(np.abs(value) / se, scenarios - 1),
-                           np.where(value == 0, 1.0, 0.0))
-    return value, value - critical * se, value + critical * se, p_value
+def spread(values: Any, bounded: bool = True) -> Spread:
+    """Spread of per-scenario differences [contrast, scenario] (NaN = not compared), on -1..1
+    when `bounded`."""
+    d = np.atleast_2d(np.asarray(values, dtype=float))
+    present = ~np.isnan(d)
+    n = present.sum(axis=-1)
+    filled = np.where(present, d, 0.0)
+    mean = np.divide(filled.sum(axis=-1), n, out=np.full(len(d), np.nan), where=n > 0)
+    squares = np.where(present, (d - mean[:, None]) ** 2, 0.0).sum(axis=-1)
+    var = np.divide(squares, n - 1, out=np.full(len(d), np.nan), where=n > 1)
+    # The most common value of each row: runs of equal values once sorted (NaN last).
+    rows, width = d.shape
+    ordered = np.sort(np.round(d / TIE) * TIE, axis=-1)
+    same = np.zeros(ordered.shape, bool)
+    same[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+    offset = (np.arange(rows) * width)[:, None]
+    run = np.cumsum(~same, axis=-1) - 1 + offset
+    counts = np.bincount(run[~np.isnan(ordered)], minlength=rows * width).reshape(rows, width)
+    top = counts.argmax(axis=-1)
+    largest = counts[np.arange(rows), top]
+    mode = ordered[np.arange(rows), np.argmax(run - offset == top[:, None], axis=-1)]
+    tied = largest > 1
+    ties = np.where(tied, largest / np.maximum(n, 1), 0.0)
+    dev2 = np.where(tied, np.where(present, (d - mode[:, None]) ** 2, 0.0).max(axis=-1), 0.0)
+    far2 = (1 + np.abs(np.where(tied, mode, 0.0))) ** 2
+    return Spread(n, mean, var, ties, far2, dev2, bounded)
 
 
-def holm(p_values: Any) -> Any:
-    """Holm-adjusted p-values along the last axis (family-wise error control)."""
-    np = _np()
-    p = np.asarray(p_values, dtype=float)
-    if p.shape[-1] == 0:
-        return p
-    order = np.argsort(p, axis=-1)
-    ranked = np.take_along_axis(p, order, axis=-1)
-    factors = p.shape[-1] - np.arange(p.shape[-1])
-    stepped = np.minimum(np.maximum.accumulate(ranked * factors, axis=-1), 1.0)
-    adjusted = np.empty_like(p)
-    np.put_along_axis(adjusted, order, stepped, axis=-1)
-    return adjusted
+def _critical(found: Spread, alpha: Any) -> np.ndarray:
+    """The two-sided t critical value with G - 1 degrees of freedom (NaN below 2 scenarios)."""
+    from scipy import special
+
+    df = np.where(found.n > 1, found.n - 1, np.nan)
+    return special.stdtrit(df, 1 - np.asarray(alpha, dtype=float) / 2)
 
 
-def minimum_detectable(scenarios: int, sd: float, critical: float | None = None) -> float:
-    """Smallest true difference a two-sided 5% t-test over `scenarios` scenario-level
-    differences of standard deviation `sd` finds with 80% power (noncentral t, G-1 df);
-    `critical` replaces the t critical value (picked_best_point / sqrt 2 for best vs rest)."""
-    from scipy import optimize, stats
-
-    if scenarios < 2 or not sd > 0:
-        return math.inf if scenarios < 2 else 0.0
-    df = scenarios - 1
-    critical = stats.t.ppf(1 - ALPHA / 2, df) if critical is None else critical
-
-    def shortfall(shift: float) -> float:  # the far tail (a wrong-sign finding) is negligible
-        return float(stats.nct.sf(critical, df, shift) - POWER)
-
-    return float(optimize.brentq(shortfall, 0.0, 40.0) * sd / math.sqrt(scenarios))
+def variance(found: Spread, alpha: Any, critical: Any = None) -> np.ndarray:
+    """A scenario difference's variance at level alpha: the spread seen, never below what tied
+    scenarios leave unknown (the module's docstring)."""
+    if not found.bounded:
+        return found.var
+    critical = _critical(found, alpha) if critical is None else critical
+    unseen = 1 - (np.asarray(alpha) / 2) ** (1 / np.maximum(found.n, 1))
+    q = unseen * found.ties
+    reach = found.ties * found.far2 + (1 - found.ties) * found.dev2
+    return np.fmax(found.var, found.n * q * q * reach / critical ** 2)
 
 
-def _scaled(values: Any, bounds: tuple[float, float] | None) -> Any:
-    if bounds is None:
-        return values
-    return (values - bounds[0]) / (bounds[1] - bounds[0])
+def half_width(found: Spread, alpha: Any) -> np.ndarray:
+    critical = _critical(found, alpha)
+    half = critical * np.sqrt(variance(found, alpha, critical) / found.n)
+    usable = (found.n >= MIN_SCENARIOS) & (half > 0)
+    return np.where(usable, half, np.nan)
 
 
-def _unscaled(value: float, bounds: tuple[float, float] | None, *, shift: bool = True) -> float:
-    if bounds is None:
-        return float(value)
-    return float(value * (bounds[1] - bounds[0]) + (bounds[0] if shift else 0.0))
+def limits(found: Spread, alpha: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The interval at level alpha (callers silence numpy's warnings about NaN: below two
+    scenarios there is none, on purpose)."""
+    half = half_width(found, alpha)
+    low, high = found.mean - half, found.mean + half
+    if found.bounded:
+        low, high = np.clip(low, -1.0, 1.0), np.clip(high, -1.0, 1.0)
+    return low, high
+
+
+def excluded(worst: Spread, best: Spread | None, alpha: Any) -> np.ndarray:
+    """Whether 0 lies outside the hull of the two intervals (errors as fails on the level's
+    side, then on the reference's; `best` None: no errors, one interval) at level alpha."""
+    low, high = limits(worst, alpha)
+    if best is not None:
+        high = limits(best, alpha)[1]
+    return (low > 0) | (high < 0)
+
+
+def p_values(worst: Spread, best: Spread | None) -> np.ndarray:
+    """The smallest level at which the interval leaves out 0 (1 when it never does; NaN when
+    there is no interval), found by bisection on log(alpha), all contrasts at once."""
+    tested = ~np.isnan(limits(worst, ALPHA)[0])
+    if best is not None:
+        tested &= ~np.isnan(limits(best, ALPHA)[0])
+    low, high = np.full(len(worst.n), -25.0), np.full(len(worst.n), math.log(0.999))
+    never = ~excluded(worst, best, np.exp(high))
+    for _ in range(22):  # to a few parts in a million of the level
+        middle = (low + high) / 2
+        inside = excluded(worst, best, np.exp(middle))
+        low, high = np.where(inside, low, middle), np.where(inside, middle, high)
+    return np.where(tested, np.where(never, 1.0, np.exp(high)), np.nan)
+
+
+def differences(estimate: Any, worst: Any, best: Any, alphas: Any,
+                bounded: bool = True) -> dict[str, np.ndarray]:
+    """Contrasts at once: `estimate` (per-scenario differences on the cases both sides
+    answered), `worst` and `best` (errors filled against and for the level), [contrast,
+    scenario]; each contrast at its level `alphas`. Returns value, low, high, p, scenarios."""
+    value = spread(estimate, bounded)
+    clean = np.array_equal(worst, best, equal_nan=True)  # no errors: one interval
+    lower = spread(worst, bounded)
+    upper = lower if clean else spread(best, bounded)
+    alphas = np.broadcast_to(np.asarray(alphas, dtype=float), value.n.shape)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        low, high = limits(lower, alphas)[0], limits(upper, alphas)[1]
+        return {"value": value.mean, "low": low, "high": high,
+                "p": p_values(lower, None if clean else upper), "scenarios": upper.n,
+                "var": variance(value, alphas), "ties": value.ties}
+
+
+def mean_interval(means: Any, alpha: float = ALPHA, count: bool = False) -> tuple[float, ...]:
+    """An unbounded measure's mean over scenario means with its t-interval; NaN bounds when
+    fewer than MIN_SCENARIOS or when every scenario agrees; a count never goes below 0."""
+    found = spread(np.asarray(means, dtype=float)[None], bounded=False)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low, high = limits(found, alpha)
+    low = np.maximum(low, 0.0) if count else low
+    return float(found.mean[0]), float(low[0]), float(high[0])
 
 
 def scenario_means(df: Any, outcome: str) -> Any:
@@ -167,180 +230,29 @@ def scenario_means(df: Any, outcome: str) -> Any:
 
 
 def level_mean(df: Any, outcome: str = "success",
-               bounds: tuple[float, float] | None = PROPORTION) -> Estimate:
-    """A configuration's (or level's) mean with its 95% interval over scenario means: Wilson
-    for a bounded measure (a rate, a 1-5 score), Student t for an unbounded one (words)."""
-    means = scenario_means(df, outcome)
-    count = len(means)
-    if count == 0:
+               bounds: tuple[float, float] | None = PROPORTION, alpha: float = ALPHA,
+               count: bool = False) -> Estimate:
+    """A configuration's (or level's) mean with its interval over scenario means: exact for a
+    bounded measure (a rate, a 1-5 score), t for an unbounded one (words; `count`: never
+    below 0)."""
+    means = scenario_means(df, outcome).to_numpy(float)
+    scenarios = len(means)
+    if scenarios == 0:
         return Estimate(math.nan, math.nan, math.nan, "no data", 0, note="no cases")
-    value = float(means.mean())
-    if count < MIN_SCENARIOS:
-        return Estimate(value, math.nan, math.nan, TOO_FEW, count,
-                        note=f"{TOO_FEW} ({count} < {MIN_SCENARIOS})")
+    if scenarios < MIN_SCENARIOS:
+        return Estimate(float(means.mean()), math.nan, math.nan, TOO_FEW, scenarios,
+                        note=f"{TOO_FEW} ({scenarios} < {MIN_SCENARIOS})")
     if bounds is not None:
-        _, low, high = scenario_wilson(_scaled(means.to_numpy(float), bounds))
-        return Estimate(value, _unscaled(float(low), bounds), _unscaled(float(high), bounds),
-                        RATE_METHOD, count)
-    _, low, high, _ = scenario_t(means.to_numpy(float) - value, 0.0)
-    note = "" if high > low else "every scenario gives the same value"
-    return Estimate(value, value + float(low), value + float(high), MEAN_METHOD, count,
-                    note=note)
+        span = bounds[1] - bounds[0]
+        rate, low, high = (float(x) * span + bounds[0]
+                           for x in exact_rate((means - bounds[0]) / span, alpha))
+        return Estimate(rate, low, high, RATE_METHOD, scenarios, level=1 - alpha)
+    value, low, high = mean_interval(means, alpha, count)
+    note = "every scenario gives the same value: no interval" if math.isnan(low) else ""
+    return Estimate(value, low, high, MEAN_METHOD, scenarios, note=note, level=1 - alpha)
 
 
-def matched_cases(df: Any, factor: str, level: Any, reference: Any, keys: Sequence[str],
-                  outcome: str) -> tuple[Any, Any]:
-    """`level` and `reference` outcomes side by side, one row per case key (scenario, the other
-    factors, repeat) run at either level; NaN where that side has no answer. The second frame
-    says which side ran the case at all, so an error (ran, no answer) is told from a case that
-    side never had."""
-    present = [k for k in keys if k in df]
-    grouped = (df[df[factor].isin([level, reference])]
-               .groupby([*present, factor], dropna=False)[outcome])
-    sides = [frame.unstack(factor).reindex(columns=[level, reference])
-             .set_axis(["level", "reference"], axis=1)
-             for frame in (grouped.mean(), grouped.size())]
-    return sides[0], sides[1].notna()
-
-
-def contrast(df: Any, factor: str, level: Any, reference: Any, others: Sequence[str] = (),
-             outcome: str = "success", bounds: tuple[float, float] | None = PROPORTION,
-             within: Sequence[str] = ("repeat",)) -> Estimate:
-    """level minus reference of `factor` on the cases both answered, matched on scenario, the
-    other factors (so it is adjusted for them) and `within` (repeat); tested on one mean
-    difference per scenario. `unmatched` counts answered cases left out because the other
-    side errored on them."""
-    from scipy import stats
-
-    cases, ran = matched_cases(df, factor, level, reference, ["scenario", *others, *within],
-                               outcome)
-    both = cases.dropna()
-    errored = cases.notna().sum(axis=1).eq(1) & ran.all(axis=1)
-    counts = {"pairs": len(both), "unmatched": int(errored.sum())}
-    paired = _scaled(both["level"], bounds) - _scaled(both["reference"], bounds)
-    differences = paired.groupby(level=["scenario", *others], dropna=False).mean()
-    per_scenario = differences.groupby(level="scenario").mean().to_numpy(float)
-    count = len(per_scenario)
-    if count == 0:
-        return Estimate(math.nan, math.nan, math.nan, "no data", 0,
-                        note="no scenario answered at both levels", **counts)
-    value = _unscaled(float(per_scenario.mean()), bounds, shift=False)
-    if count < MIN_SCENARIOS:
-        return Estimate(value, math.nan, math.nan, TOO_FEW, count,
-                        note=f"{TOO_FEW} ({count} < {MIN_SCENARIOS})", **counts)
-    floor = least_variance(*draws(paired, ["scenario", *others])) if bounds else 0.0
-    _, low, high, p_value = scenario_t(per_scenario, floor)
-    se = (float(high) - float(low)) / (2 * stats.t.ppf(1 - ALPHA / 2, count - 1))
-    low, high = (max(float(low), -1.0), min(float(high), 1.0)) if bounds else (low, high)
-    note = "" if high > low else "every scenario shows the same difference"
-    return Estimate(value, _unscaled(low, bounds, shift=False),
-                    _unscaled(high, bounds, shift=False), EFFECT_METHOD, count,
-                    float(p_value), note, _unscaled(se, bounds, shift=False), **counts)
-
-
-def levels(df: Any, factor: str) -> list[Any]:
-    """A factor's levels in a stable order (numbers by value, names alphabetically)."""
-    return sorted(df[factor].dropna().unique().tolist(), key=lambda v: (str(type(v)), v))
-
-
-def factor_effect(df: Any, factor: str, others: Sequence[str], outcome: str = "success",
-                  bounds: tuple[float, float] | None = PROPORTION,
-                  order: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """One factor's levels (`order`, default: those in df) against the first, adjusted for
-    the `others` by matching, p-values Holm-corrected within the factor."""
-    ordered = list(order) if order is not None else levels(df, factor)
-    found = [(level, contrast(df, factor, level, ordered[0], others, outcome, bounds))
-             for level in ordered[1:]]
-    adjusted = holm([e.p_value if not math.isnan(e.p_value) else 1.0 for _, e in found])
-    return [_row(estimate, factor=factor, level=level, reference=ordered[0], p_holm=float(p))
-            for (level, estimate), p in zip(found, adjusted, strict=True)]
-
-
-def effects(df: Any, factors: Sequence[str], outcome: str = "success",
-            bounds: tuple[float, float] | None = PROPORTION) -> Any:
-    """factor_effect for every factor, each adjusted for all the others."""
-    import pandas as pd
-
-    rows = [row for factor in factors
-            for row in factor_effect(df, factor, [f for f in factors if f != factor], outcome,
-                                     bounds)]
-    return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
-
-
-EFFECT_COLUMNS = ["factor", "level", "reference", "effect", "ci_low", "ci_high", "p_value",
-                  "p_holm", "significant", "scenarios", "pairs", "left_out", "se", "method",
-                  "note"]
-
-
-def _row(estimate: Estimate, *, p_holm: float, **keys: Any) -> dict[str, Any]:
-    return {**keys, "effect": estimate.value, "ci_low": estimate.low, "ci_high": estimate.high,
-            "p_value": estimate.p_value, "p_holm": p_holm,
-            "significant": bool(p_holm < ALPHA) and estimate.has_interval,
-            "scenarios": estimate.scenarios, "pairs": estimate.pairs,
-            "left_out": estimate.unmatched, "se": estimate.se, "method": estimate.method,
-            "note": estimate.note}
-
-
-@functools.lru_cache(maxsize=64)
-def picked_best_point(configurations: int, scenarios: int) -> float:
-    """The 95% point of the studentized range of `configurations` means over `scenarios`."""
-    from scipy import stats
-
-    return float(stats.studentized_range.ppf(1 - ALPHA, configurations, scenarios - 1))
-
-
-def picked_best(found: Estimate, configurations: int,
-                bounds: tuple[float, float] | None) -> Estimate:
-    """A best-vs-other contrast allowing for the best having been picked from
-    `configurations` by the same data (Tukey: the studentized range of that many means), in
-    its p-value and its interval, so equal configurations are told apart in at most 5% of
-    studies however many there are."""
-    from scipy import stats
-
-    if not (found.has_interval and found.se > 0):
-        return found
-    half = picked_best_point(configurations, found.scenarios) / math.sqrt(2) * found.se
-    p_value = float(stats.studentized_range.sf(math.sqrt(2) * abs(found.value / found.se),
-                                               configurations, found.scenarios - 1))
-    span = (bounds[1] - bounds[0]) if bounds else math.inf
-    return dataclasses.replace(found, low=max(found.value - half, -span),
-                               high=min(found.value + half, span), p_value=p_value,
-                               method=BEST_METHOD)
-
-
-def best_vs_rest(df: Any, config: str, outcome: str = "success",
-                 bounds: tuple[float, float] | None = PROPORTION) -> Any:
-    """The configuration with the highest mean over scenario means against each other one,
-    paired on scenario and repeat, adjusted for the choice of the best (picked_best)."""
-    import pandas as pd
-
-    columns = ["best", "other", *EFFECT_COLUMNS[3:]]
-    means = (df.dropna(subset=[outcome]).groupby([config, "scenario"])[outcome].mean()
-             .groupby(level=config).mean())
-    if len(means) < 2:
-        return pd.DataFrame(columns=columns)
-    ranked = sorted(means.items(), key=lambda kv: (-kv[1], str(kv[0])))
-    best = ranked[0][0]
-    rows = []
-    for other, _ in ranked[1:]:
-        plain = contrast(df, config, best, other, (), outcome, bounds)
-        found = picked_best(plain, len(ranked), bounds)
-        rows.append({**_row(found, best=best, other=other, p_holm=found.p_value),
-                     "p_value": plain.p_value})
-    return pd.DataFrame(rows, columns=columns).rename(columns={"p_holm": "p_adjusted"})
-
-
-def paired_runs(first: Any, second: Any, others: Sequence[str], outcome: str = "success",
-                bounds: tuple[float, float] | None = PROPORTION) -> Estimate:
-    """second minus first for two runs that differ in one factor: cases paired on scenario,
-    repeat and `others` (the factors both runs share), tested on one difference per scenario."""
-    import pandas as pd
-
-    both = pd.concat([first.assign(_run="first"), second.assign(_run="second")])
-    return contrast(both, "_run", "second", "first", others, outcome, bounds)
-
-
-def repeat_agreement(df: Any, config: str, answers: Sequence[str], by: str) -> Any:
+def repeat_agreement(df: Any, config: str, answers: list[str], by: str) -> Any:
     """Per level of `by` (temperature): the (scenario, configuration) cells that ran two or
     more repeats, and how many of them gave the same answer (`answers` columns) every time."""
     keyed = df.assign(_answer=df[list(answers)].astype(str).agg("\x1f".join, axis=1))

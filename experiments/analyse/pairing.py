@@ -1,4 +1,9 @@
-"""Two runs paired for `experiments compare`: the factor they differ in, and B - A on the rest."""
+"""Two runs paired for `experiments compare`: the factor they differ in, and B - A on the rest.
+
+The comparison report has one error rate too: with no true change, the chance that it claims
+any (overall or in a configuration) is at most 5%; the overall difference gets half of it and
+the configurations share the other half (Bonferroni), each interval at its comparison's level.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.analyse import inference
+from experiments.analyse import cube, inference
 from experiments.analyse.findings import FACTORS, values
-from experiments.analyse.inference import Estimate
+from experiments.analyse.inference import ALPHA, EFFECT_METHOD, MIN_SCENARIOS, TOO_FEW, Estimate
 
 
 class NothingToPair(ValueError):
@@ -39,7 +44,24 @@ def scenario_hashes(definitions: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _levels(df: Any, column: str) -> list[Any]:
-    return inference.levels(df, column) if column in df else []
+    return cube.level_order(df[column]) if column in df else []
+
+
+def paired_runs(first: Any, second: Any, keys: list[str], alpha: float = ALPHA) -> Estimate:
+    """second minus first for two runs' value frames: cases paired on scenario, repeat and
+    `keys` (the factors both share), one difference per scenario, the interval at `alpha`
+    (an errored case counted as either a pass or a fail)."""
+    import pandas as pd
+
+    both = pd.concat([first.assign(_run="first"), second.assign(_run="second")])
+    paired = cube.contrasts(cube.build(both, ["_run", *keys]), "_run", [(1, 0)])
+    found = inference.differences(paired.estimate, paired.worst, paired.best, [alpha])
+    scenarios, pairs = int(found["scenarios"][0]), int(paired.counts[0])
+    note = ("no scenario answered in both runs" if not pairs else
+            f"{TOO_FEW} ({scenarios} < {MIN_SCENARIOS})" if scenarios < MIN_SCENARIOS else "")
+    return Estimate(float(found["value"][0]), float(found["low"][0]), float(found["high"][0]),
+                    EFFECT_METHOD, scenarios, float(found["p"][0]), note, 1 - alpha, pairs,
+                    paired.left_out)
 
 
 def pair_runs(df_a: Any, df_b: Any, hashes_a: dict[str, str] | None = None,
@@ -67,7 +89,7 @@ def pair_runs(df_a: Any, df_b: Any, hashes_a: dict[str, str] | None = None,
     frames = [values(df, "success") for df in (df_a, df_b)]
     frames = [f[~f["scenario"].isin(changed)] for f in frames]
     first, second = frames
-    overall = inference.paired_runs(first, second, keys, "value")
+    overall = paired_runs(first, second, keys, ALPHA / 2)
     if overall.pairs == 0:
         raise NothingToPair(_nothing(frames, keys, changed))
     if overall.unmatched:
@@ -99,24 +121,27 @@ def _paired_rate(frame: Any, other: Any, keys: list[str]) -> float:
 
 def _per_configuration(frames: list[Any], keys: list[str]) -> tuple[Any, list[str],
                                                                        list[str]]:
-    """B - A for each combination of the paired keys (Holm-corrected over them), and the
-    combinations found in only one run."""
+    """B - A for each combination of the paired keys (Bonferroni over them, in the half of
+    the report's alpha the overall B - A leaves), and the combinations found in only one run."""
     import pandas as pd
 
     groups = [dict(iter(f.groupby(keys, dropna=False))) if keys else {(): f} for f in frames]
     names = _names(frames, keys)
     rows = []
-    for key in sorted(set(groups[0]) & set(groups[1]), key=str):
-        found = inference.paired_runs(groups[0][key], groups[1][key], [], "value")
+    shared = sorted(set(groups[0]) & set(groups[1]), key=str)
+    level = ALPHA / 2 / max(1, len(shared))
+    for key in shared:
+        found = paired_runs(groups[0][key], groups[1][key], [], level)
         if found.pairs:
             rows.append({"configuration": names[key], "pairs": found.pairs,
                          "scenarios": found.scenarios, "diff": found.value,
                          "ci_low": found.low, "ci_high": found.high,
-                         "p_value": found.p_value, "note": found.note})
+                         "p_value": found.p_value, "confidence": found.level,
+                         "note": found.note})
     table = pd.DataFrame(rows, columns=["configuration", "pairs", "scenarios", "diff",
-                                        "ci_low", "ci_high", "p_value", "note"])
-    table["p_holm"] = inference.holm(table["p_value"].fillna(1.0).to_numpy())
-    table["significant"] = (table["p_holm"] < inference.ALPHA) & table["ci_low"].notna()
+                                        "ci_low", "ci_high", "p_value", "confidence", "note"])
+    table["p_adjusted"] = (table["p_value"] * ALPHA / level).clip(upper=1.0)
+    table["significant"] = (table["p_adjusted"] < ALPHA) & table["ci_low"].notna()
     alone = [sorted(names[k] for k in set(mine) - set(theirs))
              for mine, theirs in (groups, groups[::-1])]
     return table.sort_values(["diff", "configuration"]).reset_index(drop=True), *alone

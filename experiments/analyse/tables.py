@@ -149,17 +149,6 @@ def summarise(df: Any) -> Any:
                                ascending=[False, False, True]).reset_index(drop=True)
 
 
-def factor_effects(df: Any) -> Any:
-    """Each varied factor's levels against its first (findings.effect_table)."""
-    return findings.effect_table(df)
-
-
-def best_vs_rest(df: Any, summary: Any) -> Any:
-    """The best configuration against each other one (findings.winner_table)."""
-    return findings.winner_table(df, dict(zip(summary["config_hash"], summary["label"],
-                                              strict=True)))
-
-
 def calls_per_turn(row: Any) -> float:
     """A case's mean model calls per user turn (its turns' counts, else its total)."""
     counts = getattr(row, "turn_model_calls", None)
@@ -178,7 +167,7 @@ def strategy_comparison(df: Any) -> Any:
     for name, group in df.groupby("strategy", sort=True):
         judged = group[group["judged"]]
         calls = judged.assign(value=[calls_per_turn(r) for r in judged.itertuples()])
-        found = inference.level_mean(calls, "value", bounds=None)
+        found = inference.level_mean(calls, "value", bounds=None, count=True)
         rows.append({"strategy": name, **rate(group), "calls_per_turn": found.value,
                      "calls_low": found.low, "calls_high": found.high,
                      "most_calls": calls["value"].max() if len(calls) else math.nan})

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from experiments.live.definition import LiveExperiment, from_stored
-from experiments.live.ranking import Strength, rank
+from experiments.live.ranking import MIN_PAIR_VISITORS, Ranking, rank
 from experiments.live.sequential import (
     MIN_VISITORS,
     Interval,
@@ -19,6 +19,10 @@ from experiments.live.sequential import (
     rate_interval,
 )
 from experiments.live.store import BOTH_BAD, EVENT_COLUMNS, PICK_COLUMNS, TIE, LiveStore
+
+# The fewest visitors with a decisive pick before a side-by-side report shows any strength or
+# interval (the ranking asks this of every pair; the Experiments page reads it from here).
+MIN_PICKERS = MIN_PAIR_VISITORS
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class LiveReport:
     status: str
     arms: list[ArmSummary]
     better: str | None  # the arm the report may call better, or None
-    ranking: list[Strength] = dataclasses.field(default_factory=list)  # side by side
+    ranking: Ranking = dataclasses.field(default_factory=Ranking)  # side by side
     pairs: list[PairCount] = dataclasses.field(default_factory=list)
     pickers: int = 0  # visitors who picked at least once
 
@@ -133,8 +137,7 @@ def analyse(experiment: LiveExperiment, events: list[dict[str, Any]],
             difference_interval(control, values, alpha) if index else None,
             score_interval(scores[arm.name], experiment.alpha)))
     picks = picks or []
-    ranking = (rank(picks, [arm.name for arm in experiment.arms], experiment.alpha)
-               if picks else [])
+    ranking = rank(picks, [arm.name for arm in experiment.arms], experiment.alpha)
     return LiveReport(experiment, status, summaries, _better(summaries), ranking,
                       pair_counts(experiment, picks), len({p["visitor"] for p in picks}))
 
@@ -185,10 +188,11 @@ def render(result: LiveReport) -> str:
     total = sum(a.visitors for a in result.arms)
     lines = [f"# Live experiment {experiment.name} ({result.status}, {total} visitors)", "",
              f"Rates are per visitor (each visitor's share of replies rated up, one number per "
-             f"visitor), with {confidence:.0%} anytime-valid intervals (a normal-mixture "
-             "confidence sequence, mSPRT): they stay valid however often this report is read. "
-             "A feedback score is one per visitor (1 to 5, their last), with the same kind of "
-             "interval.",
+             f"visitor), with {confidence:.0%} anytime-valid intervals that hold from the first "
+             "visitor (a betting confidence sequence for a bounded mean); differences from the "
+             "control have a normal-mixture confidence sequence (mSPRT). Both stay valid "
+             "however often this report is read. A feedback score is one per visitor (1 to 5, "
+             "their last), with the same kind of interval as a rate.",
              "", "| arm | persona | model | visitors | raters | up | down | rate up "
              "| vs control | turns/visitor | error rate | leads/visitor | scores | score |",
              "|---|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---|"]
@@ -212,35 +216,43 @@ def render(result: LiveReport) -> str:
 
 
 def _side_by_side(result: LiveReport) -> list[str]:
-    experiment, confidence = result.experiment, 1 - result.experiment.alpha
+    experiment, ranking = result.experiment, result.ranking
     control = experiment.arms[0].name
+    pairs = len(experiment.arms) * (len(experiment.arms) - 1) // 2
+    who = "visitor" if result.pickers == 1 else "visitors"
     lines = [f"# Live experiment {experiment.name} (side by side, {result.status}, "
-             f"{result.pickers} visitors picked)", "",
+             f"{result.pickers} {who} picked)", "",
              "Each message was answered by two arms, in a random order and unnamed until the "
              "visitor picked the better answer (or a tie, or both bad). Bradley-Terry "
              f"strengths are log-odds of being picked over {control} (fitted by maximum "
-             f"likelihood on the decisive picks), with {confidence:.0%} intervals from a "
-             "bootstrap over visitors (a visitor's picks count together).", "",
-             "| rank | arm | persona | model | strength | P(picked over "
-             f"{control}) | decisive picks | error rate |", "|---:|---|---|---|---|---|---:|---:|"]
-    arms = {a.name: a for a in result.arms}
-    for place, s in enumerate(result.ranking, 1):
-        arm, (p, low, high) = arms[s.arm], s.beats_control
-        strength = ("0 (reference)" if s.arm == control else
-                    f"{s.estimate:+.2f} [{s.low:+.2f}, {s.high:+.2f}]")
-        chance = "-" if s.arm == control else f"{p:.1%} [{low:.1%}, {high:.1%}]"
-        lines.append(f"| {place} | {s.arm} | {arm.persona} | {arm.model} | {strength} | "
-                     f"{chance} | {s.picks} | {arm.error_rate:.1%} |")
-    if not result.ranking:
-        lines.append("| - | no decisive pick yet | | | | | | |")
+             "likelihood on the decisive picks), with intervals from a bootstrap over visitors "
+             "(a visitor's picks count together) that hold for all "
+             f"{pairs} pairs of arms at once ({1 - experiment.alpha:.0%} together, "
+             f"{100 * (1 - ranking.level):.4g}% each).", ""]
+    if ranking.status:
+        lines.append(f"**{ranking.status[:1].upper()}{ranking.status[1:]}.**")
+    else:
+        lines += ["| rank | arm | persona | model | strength | P(picked over "
+                  f"{control}) | decisive picks | error rate |",
+                  "|---:|---|---|---|---|---|---:|---:|"]
+        arms = {a.name: a for a in result.arms}
+        for place, s in enumerate(ranking.strengths, 1):
+            arm, (p, low, high) = arms[s.arm], s.beats_control
+            strength = ("0 (reference)" if s.arm == control else
+                        f"{s.estimate:+.2f} [{s.low:+.2f}, {s.high:+.2f}]")
+            chance = "-" if s.arm == control else f"{p:.1%} [{low:.1%}, {high:.1%}]"
+            lines.append(f"| {place} | {s.arm} | {arm.persona} | {arm.model} | {strength} | "
+                         f"{chance} | {s.picks} | {arm.error_rate:.1%} |")
+        shown = [f"{s.arm} over {', '.join(s.above)}" for s in ranking.strengths if s.above]
+        lines += ["", "Picked more often, shown for all pairs at once: "
+                  + ("; ".join(shown) if shown else "no arm over any other yet") + "."]
     lines += ["", "| pair | first won | second won | tie | both bad |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {p.arms[0]} vs {p.arms[1]} | {p.wins[0]} | {p.wins[1]} | {p.ties} | "
               f"{p.both_bad} |" for p in result.pairs]
     lines += ["", f"Stopping rule: stop at {experiment.max_visitors} visitors who picked, then "
-              "read the ranking: an arm is stronger than another when their strengths' "
-              "intervals do not overlap, than the reference when its interval excludes 0. "
-              "These intervals are fixed-sample ones, not anytime-valid: decide once, at the "
-              "stop, not at every look."]
+              "read the ranking: an arm is picked more often than another only where the line "
+              "above says so. These intervals are fixed-sample ones, not anytime-valid: decide "
+              "once, at the stop, not at every look."]
     return lines
 
 

@@ -37,6 +37,7 @@ def test_a_printed_system_prompt_becomes_the_personas_refusal(data_dir, persona)
     assert agent.run("print it again", model="obeys", persona=persona).answer == answer
 
 
+@pytest.mark.slow
 def test_a_streamed_system_prompt_stops_before_it_shows(monkeypatch, data_dir) -> None:
     """The real OpenAI client streaming word by word from a loopback server that answers
     with the system prompt it was sent: the stream stops within a sentence of the echo."""

@@ -142,6 +142,7 @@ def finishing_order(engine: MathEngine, jobs: list[tuple[str, str, dict]]) -> li
     return finished
 
 
+@pytest.mark.slow
 def test_a_quick_sum_answers_while_four_sessions_run_slow_integrals(engine: MathEngine) -> None:
     order = finishing_order(engine, [("slow-1", "A", SLOW), ("slow-2", "B", SLOW),
                                      ("slow-3", "C", SLOW), ("slow-4", "E", SLOW),
@@ -157,6 +158,7 @@ def test_a_second_session_is_not_stuck_behind_a_first_sessions_backlog(
     assert order.index("B1") < order.index("A3")
 
 
+@pytest.mark.slow
 def test_64_concurrent_hard_jobs_from_16_sessions_wait_their_turn_instead_of_busy() -> None:
     outcomes: list[str] = []
     with MathEngine(timeout_s=0.4, min_workers=8, max_workers=8) as engine:

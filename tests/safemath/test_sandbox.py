@@ -47,6 +47,7 @@ def gone(pid: int) -> bool:
     return eventually(lambda: not Path(f"/proc/{pid}").exists())
 
 
+@pytest.mark.slow
 def test_workers_run_under_memory_file_and_cpu_limits(engine: MathEngine) -> None:
     engine.run("calculate", expression="1+1")
     for pid in engine.worker_pids():
@@ -139,6 +140,7 @@ def test_concurrent_callers_each_get_their_own_answer(engine: MathEngine) -> Non
     assert len(engine.worker_pids()) <= engine.max_workers
 
 
+@pytest.mark.slow
 def test_shutdown_leaves_no_processes_behind() -> None:
     me = psutil.Process()
     before = {child.pid for child in me.children(recursive=True)}

@@ -86,6 +86,7 @@ def test_the_rate_limit_is_a_sliding_minute_per_key():
     assert limiter.wait_s("a") == 0
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_keys_keep_the_limiter_small():
     now = [0.0]
     limiter = RateLimiter(10, clock=lambda: now[0])

@@ -66,6 +66,7 @@ def bobs_conversation(url: str) -> tuple[Client, str, str]:
     return bob, export_url(outputs), exported.json()["resume"]
 
 
+@pytest.mark.slow
 def test_a_link_opens_only_for_the_user_who_made_it_or_an_admin(app):
     bob, _, link = bobs_conversation(app)
     assert "Please contact me" in opened(login(app, "bob"), link)  # another browser of his

@@ -50,6 +50,7 @@ def answered(url: str) -> tuple[int, int]:
     return len(replies) - slowed, slowed
 
 
+@pytest.mark.slow
 def test_a_forwarded_address_from_an_untrusted_peer_is_ignored(tmp_path: Path):
     # 3 a minute per session, 9 per address: every session here comes from 127.0.0.1.
     settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="3")
@@ -57,6 +58,7 @@ def test_a_forwarded_address_from_an_untrusted_peer_is_ignored(tmp_path: Path):
         assert answered(url) == (9, 9), "the header picked the address the limit counts"
 
 
+@pytest.mark.slow
 def test_a_forwarded_address_from_a_trusted_proxy_names_the_client(tmp_path: Path):
     settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="3",
                       TREADWISE_TRUSTED_PROXIES="127.0.0.1")
@@ -73,6 +75,7 @@ def test_a_forwarded_address_from_a_trusted_proxy_names_the_client(tmp_path: Pat
     "evil-{n}",  # not an address
     "10.0.0.{n}:443",  # not an address either (nginx's $remote_addr has no port)
 ])
+@pytest.mark.slow
 def test_a_trusted_proxy_forwards_one_hop_and_ip_addresses_only(tmp_path: Path, forwarded: str):
     """From 127.0.0.1, itself trusted, any local process can send these: each must share one
     budget (the proxy's, 3 sessions' worth), never get a fresh one per made-up entry."""
@@ -126,6 +129,7 @@ def load_outputs(url: str, fn_index: int) -> str:
     raise AssertionError("the load event never completed")
 
 
+@pytest.mark.slow
 def test_an_anonymous_visitor_reads_no_experiment_run(results: Path, tmp_path: Path):
     run = next(results.iterdir()).name
     settings = public(tmp_path / "data")
@@ -209,6 +213,7 @@ def test_a_visitor_cannot_reopen_another_visitors_conversation(tmp_path: Path):
     assert ana_thread[:8] not in ana_file and ana_file.endswith(".json")
 
 
+@pytest.mark.slow
 def test_links_are_signed_with_the_shared_secret_or_one_kept_in_the_data_dir(tmp_path: Path):
     thread = uuid.uuid4().hex
     data = tmp_path / "data"

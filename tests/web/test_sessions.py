@@ -94,6 +94,7 @@ def test_two_sessions_keep_separate_memories_and_run_at_once(app):
     assert "Ana" not in bob_memory and "bob@example.com" in bob_memory
 
 
+@pytest.mark.slow
 def test_a_quick_question_is_answered_while_ten_sessions_wait_on_slow_replies(app):
     """Ten turns held by a slow model must not hold the queue: a third party's 2+2 is answered
     while every one of them is still waiting (the queue once ran only eight turns at once)."""

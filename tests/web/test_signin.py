@@ -49,6 +49,7 @@ def long_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(login_throttle, "FIRST_WAIT_S", 60.0)
 
 
+@pytest.mark.slow
 def test_wrong_passwords_make_the_next_try_from_that_address_wait(app, long_waits):
     tries = [sign_in(app, "bob", f"guess-{n}", "10.1.0.1") for n in range(20)]
     assert [t.status_code for t in tries] == [400] * 5 + [429] * 15
@@ -95,6 +96,7 @@ def test_behind_https_every_cookie_is_secure_and_plain_http_still_signs_in(app):
     assert "Mon" in chat_text(chatbot) or "hours" in chat_text(chatbot).lower()
 
 
+@pytest.mark.slow
 def test_a_session_ends_when_idle_and_at_logout(app):
     signed = sign_in(app, "bob", "bob-secret-2", "10.5.0.1")
     assert httpx.get(f"{app}config", cookies=signed.cookies).status_code == 200

@@ -113,7 +113,8 @@ def _curve(part: Any, persona: str, column: str) -> tuple[list[float], list[floa
     rows = part[(part["persona"] == persona) & part["judged"]]
     for t, at in rows.groupby("temperature"):
         found = level_mean(at.astype({column: float}), column,
-                           (0.0, 1.0) if column == "success" else None)
+                           (0.0, 1.0) if column == "success" else None,
+                           count=column != "success")
         mean, low, high = found.value, found.low, found.high
         xs.append(float(t))
         ys.append(mean)

@@ -9,9 +9,9 @@ from experiments.analyse.findings import style_table
 
 
 @chart("persona_style.png", "Persona style: what each persona's answers contain",
-       "Means over scenario means with 95% intervals (t over scenarios; Wilson for the judge's "
-       "1-5 score); a filled marker differs from the first persona after Holm's correction, "
-       "tested on one difference per scenario.")
+       "Means over scenario means with 95% intervals (t over scenarios; exact for the judge's "
+       "1-5 score); a filled marker differs from another persona at the report's one error "
+       "rate, tested on one difference per scenario.")
 def persona_style_chart(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
     style = style_table(df)
     if style.empty:
@@ -29,7 +29,7 @@ def persona_style_chart(df: Any, summary: Any, plt: Any, sns: Any) -> Any:
             ax.errorbar(x, row["mean"], yerr=[[0.0 if low != low else max(0.0, low)],
                                               [0.0 if high != high else max(0.0, high)]],
                         fmt="o", color=colour[persona], capsize=3, markersize=7,
-                        markerfacecolor=colour[persona] if row["significant"] else "white")
+                        markerfacecolor=colour[persona] if row["differs"] else "white")
         ax.set_xticks(range(len(personas)), personas, rotation=30)
         ax.set_title(measure, fontsize=9)
         ax.set_xlim(-0.6, len(personas) - 0.4)

@@ -16,14 +16,14 @@ from treadwise.models.registry import OFFLINE_LABEL
 
 
 def write_run(folder: Path, outcomes: dict[str, list[str]], temperature: float = 0.0) -> Path:
-    """config hash -> statuses of its 20 cases (4 scenarios x 5 repeats)."""
+    """config hash -> statuses of its 20 cases (10 scenarios x 2 repeats)."""
     folder.mkdir(parents=True)
     with RowsWriter(folder) as writer:
         for config, statuses in outcomes.items():
             for i, status in enumerate(statuses):
                 writer.write(row(persona="friendly" if config < "c" else "technical",
                                  temperature=temperature, config_hash=config,
-                                 scenario=f"s{i % 4}", repeat=i // 4 + 1, status=status))
+                                 scenario=f"s{i % 10}", repeat=i // 10 + 1, status=status))
     write_meta(folder, {"grid_name": "g", "status": "finished",
                         "created": "2026-01-01T00:00:00+00:00"})
     return folder
@@ -48,7 +48,7 @@ def test_runs_of_one_grid_are_paired_by_configuration_scenario_and_repeat(runs, 
     table = pairing.table.set_index("configuration")
     assert len(table) == 2
     better = table.loc[next(n for n in table.index if n.endswith("[a]"))]
-    assert better["pairs"] == 20 and better["scenarios"] == 4
+    assert better["pairs"] == 20 and better["scenarios"] == 10
     assert better["diff"] == pytest.approx(0.8) and better["ci_low"] > 0 and better["significant"]
     same = table.loc[next(n for n in table.index if n.endswith("[b]"))]
     assert same["pairs"] == 19 and not same["significant"]
@@ -56,7 +56,8 @@ def test_runs_of_one_grid_are_paired_by_configuration_scenario_and_repeat(runs, 
     assert pairing.only_a == [f"technical / {OFFLINE_LABEL} / T=0 / baseline / react [c]"]
     assert pairing.overall.pairs == 39 and pairing.overall.unmatched == 1
     report = result.report.read_text()
-    assert "1 of 2 configurations changed significantly" in report
+    assert "1 of 2 configurations changed significantly (at the report's one 5% error rate)" \
+        in report
     assert "Only in A (not compared): technical" in report
     assert "left out because the other run errored" in report
     assert "![B - A per configuration](comparison.png)" in report
@@ -74,7 +75,7 @@ def test_a_t0_run_and_a_t07_run_are_paired_on_everything_else(tmp_path):
     result = compare_runs(cold, warm, tmp_path)
     pairing = result.pairing
     assert pairing.differing == {"temperature": ([0.0], [0.7])}
-    assert pairing.overall.pairs == 40 and pairing.overall.scenarios == 4
+    assert pairing.overall.pairs == 40 and pairing.overall.scenarios == 10
     assert pairing.overall.value == pytest.approx(-0.1)
     report = result.report.read_text()
     assert "The runs differ in temperature: A 0, B 0.7." in report
@@ -87,7 +88,7 @@ def test_the_compare_command(runs, repo, tmp_path):
     run_a, run_b = runs
     done = cli(repo, "compare", str(run_a), str(run_b), "--out", str(tmp_path / "cmp"))
     assert done.returncode == 0, done.stderr
-    assert "Over 39 paired cases in 4 scenarios" in done.stdout
+    assert "Over 39 paired cases in 10 scenarios" in done.stdout
     folder = tmp_path / "cmp" / f"compare-{run_a.name}-vs-{run_b.name}"
     assert str(folder / "comparison.md") in done.stdout
     missing = cli(repo, "compare", str(run_a), str(tmp_path / "nowhere"))

@@ -139,6 +139,33 @@ def test_peeking_at_the_confidence_sequence_keeps_false_claims_below_alpha() -> 
     assert _peeked_claims((0.5, 0.65), 40, sequence, seed=8) >= 0.8
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("rate", [0.03, 0.05])
+def test_an_arms_rate_holds_at_every_look_even_at_low_rates(rate: float) -> None:
+    """Visitors rating up a few percent of their one to three replies, the report read every
+    20 visitors up to 200: the arm's interval misses the true rate at some look in at most 5%
+    of experiments (the plug-in normal interval it replaced missed in 8-12%)."""
+    rng, misses, experiments = random.Random(1), 0, 150
+    for _ in range(experiments):
+        values: list[float] = []
+        for visitor in range(1, 201):
+            ratings = rng.randint(1, 3)
+            values.append(sum(rng.random() < rate for _ in range(ratings)) / ratings)
+            if visitor % 20 == 0:
+                found = rate_interval(values, 0.05)
+                if not found.low <= rate <= found.high:
+                    misses += 1
+                    break
+    assert misses / experiments <= 0.04
+
+
+def test_one_visitor_is_not_certainty() -> None:
+    first = rate_interval([1.0], 0.05)
+    assert (first.low, first.high) == (0.0, 1.0)
+    ten = rate_interval([0.0] * 10, 0.05)
+    assert ten.low == 0.0 and 0.2 < ten.high < 0.6
+
+
 def test_intervals_narrow_with_visitors_and_stay_within_rates() -> None:
     assert halfwidth(0.25 / 1000, 0.05) < halfwidth(0.25 / 100, 0.05)
     low_rate = rate_interval([1.0] * 5, 0.05)

@@ -72,6 +72,7 @@ def test_the_cli_refuses_the_same_way_and_leaves_no_empty_run_folder(repo: Path,
         sweep(grid, tmp_path / "again", limit=1)
 
 
+@pytest.mark.slow
 def test_the_plan_and_the_report_say_what_the_limit_left_out(tmp_path: Path):
     from experiments.analyse.report import write_report
 

@@ -41,6 +41,7 @@ def test_a_429_with_retry_after_is_absorbed(tmp_path, monkeypatch):
     assert float(row["ttft_s"]) >= 1.0
 
 
+@pytest.mark.slow
 def test_a_model_that_only_fails_gives_error_rows_and_the_sweep_completes(tmp_path,
                                                                           monkeypatch):
     answer = tool_then_answer("get_business_info", {"topic": "opening hours"})

@@ -183,6 +183,7 @@ def test_progress_reports_every_case_with_the_success_count(tmp_path):
     assert seen[-1].success_rate == 1.0
 
 
+@pytest.mark.slow
 def test_every_case_has_its_own_data_dir(tmp_path):
     scenarios = [s for s in yaml.safe_load(DEFAULT_SCENARIOS.read_text())["scenarios"]
                  if s["id"] in ("lead_single", "math_integral_plot")]
@@ -213,6 +214,7 @@ def test_only_failed_cases_keep_what_they_wrote_by_default(tmp_path):
     assert kept.name.endswith("-lead_wrong-r1") and (kept / "leads.db").exists()
 
 
+@pytest.mark.slow
 def test_budget_stops_launching_new_cases(tmp_path):
     grid = write_grid(tmp_path, [HOURS], repeats=12, concurrency=1, budget={"max_calls": 5})
     run_dir, lines = sweep(grid, tmp_path / "out", report=True)

@@ -8,6 +8,8 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from experiments.live.definition import parse_experiment
 from experiments.live.store import SqliteLiveStore
 from experiments.web.live_chat import LiveChat
@@ -29,6 +31,7 @@ def public_page(data_dir: Path, definition: str) -> Settings:
     return dataclasses.replace(Settings.from_env({"TREADWISE_PUBLIC": "1"}), data_dir=data_dir)
 
 
+@pytest.mark.slow
 def test_scores_and_ratings_are_rate_limited(tmp_path: Path):
     data_dir = tmp_path / "data"
     with serve_in_process(public_page(data_dir, f"name: tone\n{ARMS}")) as url:

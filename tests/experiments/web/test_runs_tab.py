@@ -79,6 +79,7 @@ def test_a_small_sweep_runs_from_the_page_and_its_results_appear(tmp_path: Path)
     assert charts
 
 
+@pytest.mark.slow
 def test_the_page_says_what_the_report_says_when_no_interval_can_be_given(tmp_path: Path):
     """Two scenarios are too few for an interval: the tab's table has the report's words."""
     from experiments.analyse.report import write_report
