@@ -17,14 +17,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from treadwise.conversation import STAGE_KEY
+from treadwise.conversation import EMPTY_REPLY_NUDGE as EMPTY_REPLY_NUDGE  # graph.py reads it here
+from treadwise.conversation import MORE_TOOLS, STAGE_KEY
 from treadwise.settings import ROUTING_MODES
-
-# What the graph says when a model's reply was empty or unreadable: ours, not the customer's.
-EMPTY_REPLY_NUDGE = (
-    "Your previous reply was empty or could not be read. Answer my last message directly in "
-    "plain text, using the tool results above if there are any."
-)
 
 DEFAULT_ROUTING = ROUTING_MODES[0]
 HOME = "business"
@@ -193,5 +188,4 @@ def unbound_note(tools: Sequence[Any], bound: Sequence[Any]) -> str:
     others = [tool.name for tool in tools if tool.name not in chosen]
     if not others:
         return ""
-    return ("More tools exist for this conversation; call one by name if you need it: "
-            f"{', '.join(others)}.")
+    return f"{MORE_TOOLS}{', '.join(others)}."

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Tool
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from treadwise.conversation import current_turn
+from treadwise.conversation import callable_by_name, current_turn
 from treadwise.models.spec import ModelSettings, ModelSpec
 from treadwise.personas import DEFAULT_PERSONA, Persona, get_persona
 from treadwise.rules import dialogue
@@ -132,7 +132,9 @@ class OfflineModel(BaseChatModel):
         turn = current_turn(messages)
         results = [m for m in turn if isinstance(m, ToolMessage)]
         done = sum(1 for m in turn if isinstance(m, AIMessage) and m.tool_calls)
-        tool_names = {t["function"]["name"] for t in tools}
+        # Routing binds a few groups and names the rest in the system message; like any
+        # model reading that line, the rules may call one of those by name.
+        tool_names = {t["function"]["name"] for t in tools} | callable_by_name(messages)
         stopped = tool_choice == "none"
         if not stopped and done < len(plan.steps) and \
                 not any(m.status == "error" for m in results):

@@ -20,7 +20,9 @@ from treadwise.rules.mathwords import (
     read_arithmetic,
     substitute,
 )
+from treadwise.rules.noise import addressed, markup_only
 from treadwise.rules.plan import PREVIOUS, Call, Plan, ask, single
+from treadwise.rules.recall import plan_recall
 from treadwise.rules.understanding import Reading, bare_place, understand
 
 ARITHMETIC_METHOD = "exact arithmetic (fractions stay fractions), in the usual order of operations"
@@ -31,6 +33,9 @@ TIRE_QUALIFIERS = {"new", "good", "some", "the", "any", "cheap", "used", "all", 
                    "run-flat", "runflat", "replacement", "spare", "a", "set", "of", "four", "4"}
 MATHY_RE = re.compile(r"\d\s*[-+*/^x\u00d7\u00f7%]|\b(?:plus|minus|times|divided|squared"
                       r"|factorial|sqrt|root|percent|power)\b", re.I)
+# Math the rules do not do at all, asked about in a question: a question for the team.
+BEYOND_RE = re.compile(r"\b(?:series|converg\w*|diverg\w*|sequences?|probabilit\w*|matri(?:x|ces)"
+                       r"|determinants?|eigen\w*|primes?|proofs?|prove)\b", re.I)
 
 Handler = Callable[[Reading, DialogueState], Plan | None]
 
@@ -63,6 +68,11 @@ def _private(reading: Reading, state: DialogueState) -> Plan | None:
     if reading.card:
         return ask("privacy", "card_refused")
     return ask("privacy", "private_refused") if reading.private else None
+
+
+def _markup(reading: Reading, state: DialogueState) -> Plan | None:
+    """Pasted HTML is not read for topics: "<p>Open the app</p>" asks nothing about hours."""
+    return ask("unknown", "not_understood") if markup_only(reading) else None
 
 
 def _language(reading: Reading, state: DialogueState) -> Plan | None:
@@ -182,7 +192,8 @@ def _business(reading: Reading, state: DialogueState) -> Plan | None:
     topic = reading.topic
     if topic is None and reading.service and reading.availability:
         topic = "services"
-    if topic is None:
+    if topic is None or not addressed(reading):
+        # "colorless green ideas sleep furiously" names no question, only the word "green".
         return None
     section = profile.load_business_profile().sections[topic]
     plan = single("business", Call("get_business_info", {"topic": section.title}), "info",
@@ -195,6 +206,9 @@ def _business(reading: Reading, state: DialogueState) -> Plan | None:
 
 
 def _math_unclear(reading: Reading, state: DialogueState) -> Plan | None:
+    if reading.question and BEYOND_RE.search(reading.core):
+        # "Does the series sum of 1/n converge?": retyping it would not help; it is recorded.
+        return None
     return ask("arithmetic", "math_unclear") if MATHY_RE.search(reading.core) else None
 
 
@@ -205,13 +219,18 @@ def _unknown(reading: Reading, state: DialogueState) -> Plan:
     return ask("unknown", "not_understood")
 
 
-HANDLERS: list[Handler] = [_empty, _secret, _private, _language, plan_contact, _pending, _smalltalk,
-                           _math, _tires, _service, _business, _math_unclear, _unknown]
+HANDLERS: list[Handler] = [_empty, _secret, _private, _markup, _language, plan_contact, _pending,
+                           _smalltalk, _math, _tires, _service, _business, _math_unclear,
+                           _unknown]
 
 
 def read_turn(messages: Sequence[BaseMessage]) -> tuple[str, DialogueState, Plan]:
     """The latest user message, the dialogue state before it, and the plan for it."""
     start = turn_start(messages)
     human = messages[start].text if start >= 0 else ""
-    state = dialogue.latest(messages[:max(start, 0)])
-    return human, state, decide(understand(human), state)
+    history = messages[:max(start, 0)]
+    state = dialogue.latest(history)
+    reading = understand(human)
+    # "What did I just ask?" is answered from the conversation, before any topic is read.
+    plan = plan_recall(reading.core, history, state) if reading.text else None
+    return human, state, plan or decide(reading, state)

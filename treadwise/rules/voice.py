@@ -38,6 +38,14 @@ PRONOUNS = {"my": "your", "our": "your", "me": "you", "i": "you", "us": "you", "
             "mine": "yours", "i'm": "you're", "we're": "you're", "i've": "you've"}
 
 
+# What a customer hears instead of an internal failure (a tool's name, an exception).
+CANNOT_HERE = "that isn't something I can do in this chat"
+SOMETHING_WRONG = "something went wrong on my side"
+# An exception's name, the word tool, a call or a snake_case name ("get_business_info").
+INTERNAL_RE = re.compile(r"Traceback|\b\w+(?:Error|Exception)\b|\btools?\b|\b\w+_\w+\("
+                         r"|\b[a-z]{2,}(?:_[a-z]{2,})+\b")
+
+
 class _Blank(dict):
     def __missing__(self, key: str) -> str:
         return ""
@@ -72,14 +80,17 @@ class Voice:
         if plan.reply:
             return self._reply(plan)
         errors = [m.text for m in results if m.status == "error"]
+        planned = {c.tool for s in plan.steps for c in s}
         if errors:
             # A guard's refusal explains itself to models; people get its plain ask.
-            return customer_ask(errors[-1]) or self.pick("error",
-                                                         error=_first_sentence(errors[-1]))
+            problem = plain_problem(_first_sentence(errors[-1]))
+            return customer_ask(errors[-1]) or self.pick("tool_failed",
+                                                         problem=problem.rstrip(". "))
         if not results:
-            missing = sorted({c.tool for s in plan.steps for c in s} - tool_names)
-            what = ", ".join(missing) or "the tool this needs"
-            return self.pick("error", error=f"the tool {what} is not available in this setup.")
+            # Customers hear what could not be done, never which tool was missing.
+            if "record_feedback" in planned - tool_names:
+                return self.pick("cannot_record")
+            return self.pick("tool_failed", problem=CANNOT_HERE)
         if capped and len(results) < sum(len(s) for s in plan.steps):
             return self.pick("cap", summary=" ".join(words_of(m) for m in results))
         return self._compose(plan, results)
@@ -172,6 +183,12 @@ def _final(message: ToolMessage) -> str:
 def _sentence(text: str) -> str:
     text = text.strip()
     return text if not text or text[-1] in ".!?:" else text + "."
+
+
+def plain_problem(problem: str) -> str:
+    """A tool's complaint as a customer may read it: its own words ("cannot divide by zero"),
+    unless they name a tool ("record_feedback") or an internal failure."""
+    return SOMETHING_WRONG if INTERNAL_RE.search(problem) else problem
 
 
 def _first_sentence(text: str) -> str:
