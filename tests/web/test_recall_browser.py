@@ -1,5 +1,5 @@
 """In the real page (Chromium), the offline rule-based model says what was just asked, at phone
-and desktop widths, without naming a tool or an internal failure."""
+and desktop widths, light and dark, without naming a tool or an internal failure."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.chromium import CHROMIUM_ARGS, TIMEOUT_MS
+from tests.support.page_views import VIEW_IDS, VIEWS, page_scrolls_sideways
 from tests.support.webapp import serve_in_process
 from treadwise.agent import Agent
 from treadwise.settings import Settings
@@ -47,10 +48,11 @@ def send(page: Any, message: str) -> str:
     }""")
 
 
-@pytest.mark.parametrize("width", [400, 1280])
-def test_what_did_i_just_ask_is_answered_with_the_question(app, browser, width):
+@pytest.mark.parametrize(("width", "scheme"), VIEWS, ids=VIEW_IDS)
+def test_what_did_i_just_ask_is_answered_with_the_question(app, browser, width, scheme):
     url, tool_names = app
-    context = browser.new_context(viewport={"width": width, "height": 900})
+    context = browser.new_context(viewport={"width": width, "height": 900},
+                                  color_scheme=scheme)
     try:
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
@@ -69,5 +71,6 @@ def test_what_did_i_just_ask_is_answered_with_the_question(app, browser, width):
             return last.right - window.innerWidth;
         }""")
         assert overflow <= 1, overflow
+        assert not page_scrolls_sideways(page)
     finally:
         context.close()
