@@ -143,3 +143,15 @@ def test_a_two_step_ask_stopped_after_its_first_step_says_so(data_dir):
     result = agent_for(data_dir, whole).run("Add 5 and 4, then square the result",
                                             model="scripted")
     assert result.answer == "(5 + 4)^2 = 81"
+
+
+def test_a_first_result_equal_to_an_operand_still_feeds_the_second_step(data_dir):
+    """0 + 7 = 7: squaring 7 answers "square the result", not the first clause's 7 with its 0
+    left out (the soak's first turn of each session asks exactly this)."""
+    agent = Agent(Settings(data_dir=data_dir))
+    for message, answer in [("Add 0 and 7, then give me the square of the result", "49"),
+                            ("Add 7 and 0, then give me the square of the result", "49"),
+                            ("Add 0 and 0, then give me the square of the result", "0² = 0")]:
+        result = agent.run(message)
+        assert [s.error for s in result.tool_calls] == [None, None], result.tool_calls
+        assert answer in result.answer and "left out" not in result.answer

@@ -118,15 +118,17 @@ def _percent_as_whole(found: Calculation, clause: str, used: list[float]) -> flo
 
 
 def _clause(text: str, used: list[float], earlier: bool, operation: str) -> str:
-    """The clause of the message a call answers: the one whose numbers it uses most; else one
-    that uses an earlier result, or one that names its operation."""
+    """The clause of the message a call answers: one that refers back to an earlier result
+    when the call uses one; else the one whose numbers it uses most, or one that names its
+    operation. (Back references first: in "Add 0 and 7, then square the result" the square of
+    7 answers the second clause, though 7 is also written in the first.)"""
     parts = clauses(text) or [text]
+    if earlier and (refers := [p for p in parts[1:] if BACK_REFERENCE.search(p)]):
+        return refers[0]
     scored = [(sum(_used(w, used) for w in numbers.written(p)), p) for p in parts]
     best = max(scored, key=lambda s: s[0])
     if best[0]:
         return best[1]
-    if earlier and (refers := [p for p in parts[1:] if BACK_REFERENCE.search(p)]):
-        return refers[0]
     named = [p for p in parts if _said(CUES.get(operation, r"$^"), p)]
     return named[0] if named else text
 
