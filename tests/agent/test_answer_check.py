@@ -155,3 +155,14 @@ def test_a_first_result_equal_to_an_operand_still_feeds_the_second_step(data_dir
         result = agent.run(message)
         assert [s.error for s in result.tool_calls] == [None, None], result.tool_calls
         assert answer in result.answer and "left out" not in result.answer
+
+
+def test_code_in_an_answer_is_not_a_stated_result(data_dir):
+    """An assignment in markup ("window.__xss=1") claims nothing about a question; only a
+    result stated with "=" ("15% of 240 = 8") needs a calculation behind it."""
+    text = 'Here you go <img src=x onerror="window.__xss=1"> and a=2'
+    model = ScriptedModel(script=[AIMessage(text)])
+    assert agent_for(data_dir, model).run("Say something", model="scripted").answer == text
+    invented = ScriptedModel(script=[AIMessage("15% of 240 = 8")])
+    result = agent_for(data_dir, invented).run("What is 15% of 240?", model="scripted")
+    assert "no calculation behind 8" in result.answer

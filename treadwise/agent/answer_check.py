@@ -221,7 +221,9 @@ def mismatch(result: ToolMessage, messages: Sequence[AnyMessage],
 
 
 # A result an answer states: "= 8", "= -2.5" (not "= 8x" or "= 8(").
-STATED = re.compile(r"=\s*(-?\d+(?:\.\d+)?)(?![\d.]*\s*[a-z(])")
+# A result stated with "=", not code: an assignment to a name ("__xss=1") or a quoted or tagged
+# value ("=1\">") is no claim about the customer's question.
+STATED = re.compile(r"(?<![A-Za-z_])=\s*(-?\d+(?:\.\d+)?)(?![\d.]*\s*[a-z(\"'<])")
 
 
 def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> str | None:
