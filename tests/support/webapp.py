@@ -53,7 +53,18 @@ def serve_in_process(settings: Settings | None = None, agent: Any = None,
 
         plugs = {"experiments": functools.partial(plug, results_dir=results_dir)}
     demo = create_app(settings, agent, plugs=plugs)
-    start(demo, settings, **{"quiet": True, "prevent_thread_lock": True, **launch})
+    try:
+        start(demo, settings, **{"quiet": True, "prevent_thread_lock": True, **launch})
+    except ValueError as exc:
+        # Gradio checks its own URL once right after starting and gives up on a machine busy
+        # enough that the first answer is late ("localhost is not accessible"); that is the
+        # machine, not the app: one more start on a new port.
+        if "localhost is not accessible" not in str(exc):
+            raise
+        demo.close()
+        settings = dataclasses.replace(settings, port=free_port())
+        demo = create_app(settings, agent, plugs=plugs)
+        start(demo, settings, **{"quiet": True, "prevent_thread_lock": True, **launch})
     try:
         yield f"http://127.0.0.1:{settings.port}/"
     finally:
