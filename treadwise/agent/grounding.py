@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
+from treadwise.evidence.conversation import leaf_values
 from treadwise.tools.artifacts import ToolArtifact
 
 Kind = Literal["web address", "phone number", "price"]
@@ -100,17 +101,6 @@ def invented_facts(answer: str, sources: Iterable[str]) -> list[Invented]:
     return claims
 
 
-def _values(data: Any) -> Iterable[str]:
-    if isinstance(data, dict):
-        for item in data.values():
-            yield from _values(item)
-    elif isinstance(data, list | tuple):
-        for item in data:
-            yield from _values(item)
-    elif data is not None and not isinstance(data, bool):
-        yield str(data)
-
-
 def tool_sources(steps: Iterable[Any]) -> list[str]:
     """What tool steps (agent.ToolStep) found, as sources: each artifact's values and words;
     a text-only step's result text."""
@@ -118,7 +108,7 @@ def tool_sources(steps: Iterable[Any]) -> list[str]:
     for step in steps:
         artifact = getattr(step, "artifact", None)
         if isinstance(artifact, ToolArtifact):
-            found += [*_values(artifact.model_dump(mode="json")), artifact.words()]
+            found += [*map(str, leaf_values(artifact.model_dump(mode="json"))), artifact.words()]
         elif getattr(step, "error", None) is None:
             found.append(getattr(step, "result", None) or "")
     return found

@@ -36,13 +36,15 @@ NAME_CUE = re.compile(r"\b(?i:my name is|name's|i am|i'm|this is|call me|name:)\
                       r"([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")
 
 
-def _values(data: Any) -> Iterable[Any]:
+def leaf_values(data: Any) -> Iterable[Any]:
+    """Every value inside nested mappings and lists (an artifact's JSON), None and bools
+    left out."""
     if isinstance(data, dict):
         for item in data.values():
-            yield from _values(item)
+            yield from leaf_values(item)
     elif isinstance(data, list | tuple):
         for item in data:
-            yield from _values(item)
+            yield from leaf_values(item)
     elif data is not None and not isinstance(data, bool):
         yield data
 
@@ -52,7 +54,7 @@ def _result_parts(message: ToolMessage) -> tuple[list[str], list[float]]:
     found = artifact_of(message)
     if not isinstance(found, ToolArtifact):
         return [message.text], []
-    texts = [str(v) for v in _values(found.model_dump(mode="json"))] + [found.words()]
+    texts = [str(v) for v in leaf_values(found.model_dump(mode="json"))] + [found.words()]
     values: list[float] = []
     if isinstance(found, Calculation):
         for item in (found.exact, found.approx, *found.values):
