@@ -37,6 +37,7 @@ LONG = "Tell me about tires. " * 200  # 4,200 characters, over the 4,000 limit
 def wait(seconds: float) -> str:
     """Wait a number of seconds: a stand-in for a slow calculation."""
     time.sleep(seconds)
+    HOLD.wait(timeout=60)
     return f"Waited {seconds:g} s."
 
 
@@ -44,6 +45,10 @@ def wait(seconds: float) -> str:
 # that must see the reply before any step exists clears it, looks, then lets the model go on.
 GO = threading.Event()
 GO.set()
+# The wait tool, once its seconds are up, holds until this is set: a test that watches the
+# step's timer count clears it, so a busy machine cannot end the step before the page shows it.
+HOLD = threading.Event()
+HOLD.set()
 
 
 def slow_brain(messages: list[Any], kwargs: dict[str, Any]) -> AIMessage:
@@ -159,18 +164,21 @@ def test_a_slow_reply_shows_a_sign_of_life_at_once_then_its_step_with_a_timer(pa
     use_model(page, "slow")
     box(page).fill("Wait for me")
     GO.clear()
+    HOLD.clear()
     try:
         page.locator("#send").click()
         # Before any tool step exists, the reply shows a pending indicator.
         page.get_by_text("Thinking\u2026").first.wait_for()
         assert page.get_by_text("Tool: wait").count() == 0
+        GO.set()
+        page.get_by_text("Tool: wait").first.wait_for()
+        # The step shows while it runs, and its timer counts up.
+        page.get_by_text("Tool: wait \u00b7 1 s").first.wait_for()
+        page.get_by_text("Tool: wait \u00b7 2 s").first.wait_for()
+        assert replies(page) == 0
     finally:
         GO.set()
-    page.get_by_text("Tool: wait").first.wait_for()
-    # The step shows while it runs, and its timer counts up.
-    page.get_by_text("Tool: wait \u00b7 1 s").first.wait_for()
-    page.get_by_text("Tool: wait \u00b7 2 s").first.wait_for()
-    assert replies(page) == 0
+        HOLD.set()
     assert "Done waiting." in wait_for_reply(page, 1)
     assert page.get_by_text("Thinking\u2026").count() == 0
 
