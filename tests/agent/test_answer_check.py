@@ -166,3 +166,28 @@ def test_code_in_an_answer_is_not_a_stated_result(data_dir):
     invented = ScriptedModel(script=[AIMessage("15% of 240 = 8")])
     result = agent_for(data_dir, invented).run("What is 15% of 240?", model="scripted")
     assert "no calculation behind 8" in result.answer
+
+
+def test_a_formula_no_tool_computed_is_not_stated(data_dir):
+    """A small model called a tool that does not exist, then wrote a derivative of its own."""
+    model = ScriptedModel(script=[
+        call("derivative", expression="sin(x)*x"),
+        AIMessage("Great question! The derivative of sin(x)*x is 2*sin((x+1) - x)."),
+        AIMessage("Great question! The derivative of sin(x)*x is 2*sin((x+1) - x).")])
+    result = agent_for(data_dir, model).run("What is the derivative of sin(x)*x?",
+                                            model="scripted")
+    assert "2*sin((x+1) - x)" not in result.answer.split("behind")[0]
+    assert "no calculation behind 2*sin((x+1) - x)" in result.answer
+
+
+def test_a_formula_the_customer_wrote_or_a_tool_found_may_stand(data_dir):
+    model = ScriptedModel(script=[
+        call("differentiate", expression="x*sin(x)"),
+        AIMessage("The derivative of x*sin(x) is x*cos(x) + sin(x).")])
+    result = agent_for(data_dir, model).run("What is the derivative of x*sin(x)?",
+                                            model="scripted")
+    assert result.answer == "The derivative of x*sin(x) is x*cos(x) + sin(x)."
+    asked = agent_for(data_dir, ScriptedModel(script=[
+        AIMessage("Do you mean the derivative of x*sin(x) with respect to x?")])).run(
+        "Find the derivative of x*sin(x)", model="scripted", thread_id="t2")
+    assert asked.answer == "Do you mean the derivative of x*sin(x) with respect to x?"

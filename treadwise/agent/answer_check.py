@@ -235,10 +235,37 @@ def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> 
         return None
     evidence = Evidence.of(messages)
     invented = [v for v in map(float, STATED.findall(text)) if not evidence.holds_number(v)]
-    if not invented:
+    if invented:
+        return say("mismatch", persona,
+                   problem=f"I had no calculation behind {numbers.as_json(invented[0])}")
+    formula = _unbacked_formula(text, evidence)
+    if formula is None:
         return None
-    return say("mismatch", persona,
-               problem=f"I had no calculation behind {numbers.as_json(invented[0])}")
+    return say("mismatch", persona, problem=f"I had no calculation behind {formula}")
+
+
+# A formula an answer writes: operands joined by operators ("2*sin((x+1) - x)", "3x^2 + 1").
+FORMULA = re.compile(r"[\w.()]+(?:\s*[-+*/^]\s*[\w.()]+)+")
+# The asks whose answer is a formula: a derivative, an integral, an equation, a limit, roots.
+SYMBOLIC = "|".join(CUES[op] for op in ("differentiate", "integrate", "solve_equation", "limit",
+                                         "analyze_function", "square_root"))
+
+
+def _unbacked_formula(text: str, evidence: Evidence) -> str | None:
+    """A formula the answer states, for a symbolic ask, that neither the customer wrote nor a
+    tool found ("the derivative of sin(x)*x is 2*sin((x+1) - x)" with no call that worked)."""
+    if not evidence.said or not _said(SYMBOLIC, evidence.said[-1]):
+        return None
+    known = "".join(re.sub(r"\s+", "", t) for t in (*evidence.said, *evidence.found))
+    for match in FORMULA.finditer(text):
+        span = match.group().strip(".")
+        # A hyphenated word ("well-known") is prose: a formula has a digit or an operator
+        # other than "-".
+        if not re.search(r"[*/^+]|\d", span):
+            continue
+        if re.sub(r"\s+", "", span) not in known:
+            return span
+    return None
 
 
 def unfinished(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> str | None:
