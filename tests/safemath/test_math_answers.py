@@ -45,3 +45,12 @@ def test_digit_counts_are_exact(agent: Agent):
 def test_an_overflowing_float_is_said_to_overflow(agent: Agent):
     answer = ask(agent, "1e308*10").answer
     assert "overflow" in answer and "310-digit integer" not in answer
+
+
+def test_the_settings_math_timeout_is_the_one_the_tools_use(tmp_path):
+    agent = Agent(Settings(data_dir=tmp_path / "data", math_timeout_s=0.5), toolsets=("math",))
+    assert agent.context is not None and agent.context.math_timeout_s == 0.5
+    # With the default 5 s the engine finds in about 3 s that no value can be confirmed; in
+    # half a second the job, or its numerical step, runs out of time.
+    answer = ask(agent, "integral of exp(x^2)*sin(x^x) from 0 to 10").answer
+    assert "took too long (over 0.5 s)" in answer or "did not finish in time" in answer, answer

@@ -69,7 +69,8 @@ class Agent:
         if tools is None:
             self.context = context = ToolContext(
                 self.settings.data_dir, mcp_config=self.settings.mcp_config,
-                database_url=self.settings.database_url, environment=self.settings.environment)
+                database_url=self.settings.database_url, environment=self.settings.environment,
+                math_timeout_s=self.settings.math_timeout_s)
             names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
                 + (("web",) if web_search_enabled(self.settings.environment) else ())
             tools = get_tools(*names, context=context)

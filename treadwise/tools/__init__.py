@@ -42,6 +42,8 @@ class ToolContext:
     coverage: Path | None = None
     # A MathEngine of the caller's (tests, benchmarks); None means the process-wide one.
     math_engine: MathEngine | None = None
+    # Seconds a math job may take (Settings.math_timeout_s); None means the engine's own.
+    math_timeout_s: float | None = None
     database_url: str | None = field(default=None, repr=False)
     # Keys and endpoints of tools (TAVILY_API_KEY, ...), as Settings.environment holds them.
     environment: Mapping[str, str] = field(default_factory=process_environment, repr=False)
@@ -98,7 +100,8 @@ def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTo
         settings = Settings.from_env()
         context = ToolContext(data_dir=settings.data_dir, mcp_config=settings.mcp_config,
                               database_url=settings.database_url,
-                              environment=settings.environment)
+                              environment=settings.environment,
+                              math_timeout_s=settings.math_timeout_s)
     names = toolsets or DEFAULT_TOOLSETS
     tools: list[BaseTool] = []
     for name in names:

@@ -55,7 +55,8 @@ class MathToolbox:
 
     def _answer(self, config: RunnableConfig, op: str, **kwargs: Any) -> Any:
         try:
-            return self.engine.run(op, session=session_of(config), **kwargs)
+            return self.engine.run(op, session=session_of(config),
+                                   timeout_s=self.context.math_timeout_s, **kwargs)
         except MathError as exc:
             raise ToolException(str(exc)) from None
 
