@@ -191,3 +191,35 @@ def test_a_formula_the_customer_wrote_or_a_tool_found_may_stand(data_dir):
         AIMessage("Do you mean the derivative of x*sin(x) with respect to x?")])).run(
         "Find the derivative of x*sin(x)", model="scripted", thread_id="t2")
     assert asked.answer == "Do you mean the derivative of x*sin(x) with respect to x?"
+
+
+def test_a_result_stated_with_is_for_an_arithmetic_ask_needs_a_tool(data_dir):
+    # SmolLM2, free decoding, no tool called: "15% of 240 is 3."
+    model = ScriptedModel(script=[AIMessage("15% of 240 is 3."), AIMessage("15% of 240 is 3.")])
+    result = agent_for(data_dir, model).run("Calculate 15% of 240", model="scripted")
+    assert "is 3." not in result.answer and "no calculation behind 3" in result.answer
+    prose = ScriptedModel(script=[AIMessage("Our Austin shop is 5 minutes from downtown.")])
+    result = agent_for(data_dir, prose).run("Where is your shop? I need 4 tires",
+                                            model="scripted", thread_id="t2")
+    assert result.answer == "Our Austin shop is 5 minutes from downtown."
+
+
+def test_general_information_does_not_answer_a_service_or_tire_question(data_dir):
+    """SmolLM2 with every tool offered answered these with the company overview."""
+    for n, (ask, topic, problem) in enumerate([
+            ("Is tire repair available in Fort Worth?", "repair",
+             "not whether we serve Fort Worth"),
+            ("Which tires do you recommend for an SUV I mostly drive on the highway?", "SUV",
+             "not which tires to pick")]):
+        model = ScriptedModel(script=[call("get_business_info", n, topic=topic),
+                                      call("get_business_info", n + 10, topic=topic),
+                                      quoting])
+        result = agent_for(data_dir, model).run(ask, model="scripted", thread_id=f"t{n}")
+        assert "overview" not in result.answer.split("(")[0] and problem in result.answer
+
+
+def test_the_topic_asked_about_is_an_answer(data_dir):
+    model = ScriptedModel(script=[call("get_business_info", topic="warranty"), quoting])
+    result = agent_for(data_dir, model).run("What warranty do your tires come with?",
+                                            model="scripted")
+    assert result.answer.startswith("Here you go!") and "warranty" in result.answer.lower()

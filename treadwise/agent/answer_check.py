@@ -25,7 +25,8 @@ from treadwise.evidence.clauses import BACK_REFERENCE, clauses, plan
 from treadwise.evidence.conversation import Evidence
 from treadwise.privacy.consent import Refusal
 from treadwise.tools.artifacts import artifact_of
-from treadwise.tools.business_results import ServiceAvailability, TireRecommendation
+from treadwise.tools.business_results import (BusinessInfo, ServiceAvailability,
+                                              TireRecommendation)
 from treadwise.tools.math_results import Calculation, calculation_of
 
 _ADD = (r"\bplus\b|\badd\w*|\bsum\b|\btotal\b|\+|\bmore than\b|\bincrease\w*|\baltogether\b"
@@ -195,6 +196,29 @@ def _tire_problems(found: TireRecommendation, latest: str) -> list[str]:
     return []
 
 
+# What a business question asks for: a service in a place, or tires picked for a vehicle.
+RECOMMEND = re.compile(r"\brecommend\w*|\bsuggest\w*|\badvi[cs]e\b|\b(?:which|what|best)\s+"
+                       r"(?:\w+\s+)?tires?\b|\bshould i (?:buy|get|choose)\b", re.I)
+AVAILABLE = re.compile(r"\bavailab\w*|\boffer\w*|\bprovide\w*|\bdo you (?:do|install|fix|repair"
+                       r"|rotate|balance|align|service|come|cover)\b|\bcan you (?:come|do)\b"
+                       r"|\bserv(?:e|ice)s?\b", re.I)
+
+
+def _business_problems(found: BusinessInfo, latest: str) -> list[str]:
+    """A general answer to a question about a place's services, or about which tires to pick
+    (SmolLM2 with every tool offered: "Is tire repair available in Fort Worth?" answered with
+    the company overview): that result does not answer it."""
+    if found.matched and found.topic and re.search(rf"\b{re.escape(found.topic)}", latest, re.I):
+        return []  # the customer asked about that very topic
+    asked = Evidence((latest,))
+    looked = f"our {found.title.lower()}" if found.matched else "the company overview"
+    if asked.places and AVAILABLE.search(latest):
+        return [f"I looked up {looked}, not whether we serve {asked.places[0]}"]
+    if RECOMMEND.search(latest):
+        return [f"I looked up {looked}, not which tires to pick"]
+    return []
+
+
 def problems(result: ToolMessage, messages: Sequence[AnyMessage]) -> list[str]:
     """What keeps this result from answering the customer's latest message (empty: it does)."""
     found = artifact_of(result)
@@ -205,6 +229,8 @@ def problems(result: ToolMessage, messages: Sequence[AnyMessage]) -> list[str]:
         return _place_problems(found, latest)
     if isinstance(found, TireRecommendation):
         return _tire_problems(found, latest)
+    if isinstance(found, BusinessInfo):
+        return _business_problems(found, latest)
     return []
 
 
@@ -226,6 +252,18 @@ def mismatch(result: ToolMessage, messages: Sequence[AnyMessage],
 STATED = re.compile(r"(?<![A-Za-z_])=\s*(-?\d+(?:\.\d+)?)(?![\d.]*\s*[a-z(\"'<])")
 
 
+# A result stated with "is" ("15% of 240 is 3."), read only as the answer to an arithmetic ask:
+# elsewhere "is 5" is too often prose ("the shop is 5 minutes away" is left out anyway).
+STATED_IS = re.compile(r"\bis\s+(-?\d+(?:\.\d+)?)(?![\d.,]*\s*[a-z(\"'<%])", re.IGNORECASE)
+ARITHMETIC = ("add", "subtract", "multiply", "divide", "power", "square", "square_root")
+
+
+def _arithmetic(message: str) -> bool:
+    """The message asks for arithmetic on its own numbers ("Calculate 15% of 240")."""
+    return bool(re.search(r"\d", message)) and _said(
+        "|".join(CUES[op] for op in ARITHMETIC) + r"|\bcalculat\w*|\bcompute\w*", message)
+
+
 def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> str | None:
     """The honest reply to give instead of an answer that states a result no tool of this turn
     computed and the conversation does not hold ("15% of 240 is ... = 8" with no call); None
@@ -234,7 +272,10 @@ def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> 
     if any(isinstance(m, ToolMessage) and m.status != "error" for m in turn):
         return None
     evidence = Evidence.of(messages)
-    invented = [v for v in map(float, STATED.findall(text)) if not evidence.holds_number(v)]
+    stated = STATED.findall(text)
+    if evidence.said and _arithmetic(evidence.said[-1]):
+        stated += STATED_IS.findall(text)
+    invented = [v for v in map(float, stated) if not evidence.holds_number(v)]
     if invented:
         return say("mismatch", persona,
                    problem=f"I had no calculation behind {numbers.as_json(invented[0])}")
