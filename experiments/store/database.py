@@ -11,7 +11,7 @@ import json
 import os
 import socket
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -115,7 +115,14 @@ class DatabaseRun(RunStore):
             if not (got and got[0]):
                 raise RunBusy(f"run {self.name} is being run right now by another client; "
                               "wait for it to finish (or stop it) before resuming")
-            yield
+            try:
+                yield
+            finally:
+                # Let go before closing: a closed connection's server process may still hold
+                # the lock for a moment, and the finished run would read as running.
+                with suppress(psycopg.Error):
+                    conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                                 (RUN_LOCK, self.name))
 
     def prepare_folder(self) -> Path:
         return self.write_files()
