@@ -223,3 +223,19 @@ def test_the_topic_asked_about_is_an_answer(data_dir):
     result = agent_for(data_dir, model).run("What warranty do your tires come with?",
                                             model="scripted")
     assert result.answer.startswith("Here you go!") and "warranty" in result.answer.lower()
+
+
+def test_an_expression_built_from_a_result_is_not_the_one_asked_about(data_dir):
+    """SmolLM2: d/dx [sin(x)*x] first (its result holds cos), then d/dx [sin(x)*cos(x)] = cos(2x),
+    stated as the derivative of sin(x)*x."""
+    model = ScriptedModel(script=[call("differentiate", expression="sin(x)*x"),
+                                  call("differentiate", 1, expression="sin(x)*cos(x)"),
+                                  quoting])
+    result = agent_for(data_dir, model).run("What is the derivative of sin(x)*x?",
+                                            model="scripted")
+    assert "cos(2x)" not in result.answer
+    chained = ScriptedModel(script=[call("differentiate", expression="x^3"),
+                                    call("integrate", 1, expression="3x^2"), quoting])
+    result = agent_for(data_dir, chained).run("Differentiate x^3, then integrate the result",
+                                              model="scripted", thread_id="t2")
+    assert result.answer.startswith("Here you go!") and "x^3" in result.answer

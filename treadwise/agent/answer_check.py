@@ -20,7 +20,7 @@ from langchain_core.messages import AnyMessage, ToolMessage
 
 from treadwise.agent.argument_check import say
 from treadwise.conversation import current_turn
-from treadwise.evidence import numbers
+from treadwise.evidence import expressions, numbers
 from treadwise.evidence.clauses import BACK_REFERENCE, clauses, plan
 from treadwise.evidence.conversation import Evidence
 from treadwise.privacy.consent import Refusal
@@ -170,10 +170,34 @@ def _math_problems(found: Calculation, messages: Sequence[AnyMessage],
         problems.append(f"I left out {numbers.as_json(left[0])}")
     if (whole := _percent_as_whole(found, clause, used)) is not None:
         problems.append(f"I used {numbers.as_json(whole)} instead of {numbers.as_json(whole)}%")
+    if (other := _other_expression(found, said, messages, clause)) is not None:
+        problems.append(other)
     if BACK_REFERENCE.search(clause) and before and earlier and not uses_earlier \
             and clause != (clauses(latest) or [latest])[0]:
         problems.append("I didn't use the result of the step before")
     return problems
+
+
+# Operations on an expression: it must be the customer's, not one built from a result.
+ON_EXPRESSIONS = ("differentiate", "integrate", "solve_equation", "limit", "analyze_function",
+                  "plot_area")
+
+
+def _other_expression(found: Calculation, said: Sequence[str], messages: Sequence[AnyMessage],
+                      clause: str) -> str | None:
+    """An expression the customer did not write, operated on as if asked ("the derivative of
+    sin(x)*x" answered with that of sin(x)*cos(x), whose cos came from the first result).
+    Earlier results count only where the message refers back to one ("then integrate it")."""
+    expression = found.operands.get("expression") or found.operands.get("equation")
+    if found.operation not in ON_EXPRESSIONS or not isinstance(expression, str):
+        return None
+    later = (clauses(said[-1]) or said[-1:])[1:] if said else []
+    refers = any(BACK_REFERENCE.search(part) for part in (clause, *later))
+    asked = Evidence.of(messages) if refers else Evidence(tuple(said))
+    missing = expressions.missing_symbols(expression, asked)
+    if not missing:
+        return None
+    return f"I worked on {expression}, which has {missing[0]}, not on the expression you gave"
 
 
 def _place_problems(found: ServiceAvailability, latest: str) -> list[str]:
