@@ -239,3 +239,12 @@ def test_an_expression_built_from_a_result_is_not_the_one_asked_about(data_dir):
     result = agent_for(data_dir, chained).run("Differentiate x^3, then integrate the result",
                                               model="scripted", thread_id="t2")
     assert result.answer.startswith("Here you go!") and "x^3" in result.answer
+
+
+def test_an_example_in_a_reply_to_a_link_is_not_a_stated_result(data_dir):
+    """A link holds "=" (a query string): it asks for no equation, and the reply's example sums
+    are no claim about it."""
+    link = "https://example.com/" + "a1b2c3/" * 40 + "?q=" + "z" * 60
+    reply = "Sorry, I didn't quite catch that! Try something like: what's 7*8 - 3?"
+    model = ScriptedModel(script=[AIMessage(reply)])
+    assert agent_for(data_dir, model).run(link, model="scripted").answer == reply

@@ -311,9 +311,11 @@ def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> 
 
 # A formula an answer writes: operands joined by operators ("2*sin((x+1) - x)", "3x^2 + 1").
 FORMULA = re.compile(r"[\w.()]+(?:\s*[-+*/^]\s*[\w.()]+)+")
-# The asks whose answer is a formula: a derivative, an integral, an equation, a limit, roots.
-SYMBOLIC = "|".join(CUES[op] for op in ("differentiate", "integrate", "solve_equation", "limit",
-                                         "analyze_function", "square_root"))
+# The asks whose answer is a formula, by their words only (a "=" or "'" in a link or a quote
+# asks for nothing): a derivative, an integral, an equation, a limit, roots.
+SYMBOLIC = (r"\bderiv\w*|\bdifferentiat\w*|\bd/d[a-z]\b|\bintegra\w*|\bantideriv\w*|∫"
+            r"|\bsolv\w*|\bequations?\b|\blimits?\b|\blim\b|\broots?\b|\bsqrt\b|√"
+            r"|\bsimplif\w*|\bfactori[sz]\w*|\bexpand\w*")
 
 
 def _unbacked_formula(text: str, evidence: Evidence) -> str | None:
