@@ -85,10 +85,17 @@ def page(app, browser) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(app[0])
-    page.locator("#message textarea").wait_for()
+    open_chat(page, app[0])
     yield page
     context.close()
+
+
+def open_chat(page, url: str) -> None:
+    """Open the chat and wait until the page's own script has run (its live region exists):
+    Gradio's components are mounted and their handlers bound, so a click is not lost."""
+    page.goto(url)
+    page.locator("#message textarea").wait_for()
+    page.locator("#tw-announce").wait_for(state="attached")
 
 
 def box(page) -> Any:
@@ -288,7 +295,7 @@ def long_words(app, browser) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 400, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(app[0])
+    open_chat(page, app[0])
     for count, word in enumerate(UNBROKEN, 1):
         box(page).fill(word)
         page.locator("#send").click()
