@@ -67,10 +67,7 @@ class Agent:
         self.settings = settings or Settings.from_env()
         self.context: ToolContext | None = None
         if tools is None:
-            self.context = context = ToolContext(
-                self.settings.data_dir, mcp_config=self.settings.mcp_config,
-                database_url=self.settings.database_url, environment=self.settings.environment,
-                math_timeout_s=self.settings.math_timeout_s)
+            self.context = context = ToolContext.of(self.settings)
             names = toolsets + (("mcp",) if self.settings.mcp_config else ()) \
                 + (("web",) if web_search_enabled(self.settings.environment) else ())
             tools = get_tools(*names, context=context)

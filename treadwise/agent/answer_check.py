@@ -25,8 +25,7 @@ from treadwise.evidence.clauses import BACK_REFERENCE, clauses, plan
 from treadwise.evidence.conversation import Evidence
 from treadwise.privacy.consent import Refusal
 from treadwise.tools.artifacts import artifact_of
-from treadwise.tools.business_results import (BusinessInfo, ServiceAvailability,
-                                              TireRecommendation)
+from treadwise.tools.business_results import BusinessInfo, ServiceAvailability, TireRecommendation
 from treadwise.tools.math_results import Calculation, calculation_of
 
 _ADD = (r"\bplus\b|\badd\w*|\bsum\b|\btotal\b|\+|\bmore than\b|\bincrease\w*|\baltogether\b"
@@ -279,13 +278,14 @@ STATED = re.compile(r"(?<![A-Za-z_])=\s*(-?\d+(?:\.\d+)?)(?![\d.]*\s*[a-z(\"'<])
 # A result stated with "is" ("15% of 240 is 3."), read only as the answer to an arithmetic ask:
 # elsewhere "is 5" is too often prose ("the shop is 5 minutes away" is left out anyway).
 STATED_IS = re.compile(r"\bis\s+(-?\d+(?:\.\d+)?)(?![\d.,]*\s*[a-z(\"'<%])", re.IGNORECASE)
-ARITHMETIC = ("add", "subtract", "multiply", "divide", "power", "square", "square_root")
+ARITHMETIC = "|".join([*(CUES[op] for op in ("add", "subtract", "multiply", "divide", "power",
+                                              "square", "square_root")),
+                       r"\bcalculat\w*|\bcompute\w*"])
 
 
 def _arithmetic(message: str) -> bool:
     """The message asks for arithmetic on its own numbers ("Calculate 15% of 240")."""
-    return bool(re.search(r"\d", message)) and _said(
-        "|".join(CUES[op] for op in ARITHMETIC) + r"|\bcalculat\w*|\bcompute\w*", message)
+    return bool(re.search(r"\d", message)) and _said(ARITHMETIC, message)
 
 
 def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> str | None:
@@ -300,13 +300,10 @@ def unbacked(text: str, messages: Sequence[AnyMessage], persona: Any = None) -> 
     if evidence.said and _arithmetic(evidence.said[-1]):
         stated += STATED_IS.findall(text)
     invented = [v for v in map(float, stated) if not evidence.holds_number(v)]
-    if invented:
-        return say("mismatch", persona,
-                   problem=f"I had no calculation behind {numbers.as_json(invented[0])}")
-    formula = _unbacked_formula(text, evidence)
-    if formula is None:
+    behind = numbers.as_json(invented[0]) if invented else _unbacked_formula(text, evidence)
+    if behind is None:
         return None
-    return say("mismatch", persona, problem=f"I had no calculation behind {formula}")
+    return say("mismatch", persona, problem=f"I had no calculation behind {behind}")
 
 
 # A formula an answer writes: operands joined by operators ("2*sin((x+1) - x)", "3x^2 + 1").

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
     from treadwise.safemath import MathEngine
+    from treadwise.settings import Settings
     from treadwise.storage.leads import LeadStore
     from treadwise.storage.plots import SharedPlots
 
@@ -51,6 +52,14 @@ class ToolContext:
     # The conversation memory (a checkpointer), for the erasure tool to read what a
     # conversation gave; the agent sets it.
     memory: Any = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, settings: Settings) -> ToolContext:
+        """The context a product's settings give: data dir, MCP config, database, environment
+        and the math time limit."""
+        return cls(settings.data_dir, mcp_config=settings.mcp_config,
+                   database_url=settings.database_url, environment=settings.environment,
+                   math_timeout_s=settings.math_timeout_s)
 
     @property
     def current_dir(self) -> Path:
@@ -98,10 +107,7 @@ def get_tools(*toolsets: str, context: ToolContext | None = None) -> list[BaseTo
         from treadwise.settings import Settings
 
         settings = Settings.from_env()
-        context = ToolContext(data_dir=settings.data_dir, mcp_config=settings.mcp_config,
-                              database_url=settings.database_url,
-                              environment=settings.environment,
-                              math_timeout_s=settings.math_timeout_s)
+        context = ToolContext.of(settings)
     names = toolsets or DEFAULT_TOOLSETS
     tools: list[BaseTool] = []
     for name in names:
