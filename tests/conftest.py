@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,12 @@ CLEARED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KE
            "TREADWISE_MCP_CONFIG", "TREADWISE_PERSONAS_DIR", "ANTHROPIC_API_KEY",
            "TAVILY_API_KEY", "TREADWISE_TAVILY_BASE_URL")
 
+# pytest rewrites the asserts of every test module it imports and keeps the result as bytecode,
+# unless PYTHONDONTWRITEBYTECODE is set (as on this project's machines): then every worker redid
+# it on every run, about 4 s of CPU a process. The cache goes in __pycache__ (ignored by git).
+if sys.dont_write_bytecode:
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 for _name in CLEARED:
     os.environ.pop(_name, None)
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
