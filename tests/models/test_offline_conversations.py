@@ -66,7 +66,10 @@ def transcripts(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str
     """Every case under every persona, run once; each persona has its own data dir."""
     runs: dict[tuple[str, str], list[Turn]] = {}
     for persona in PERSONAS:
-        agent = Agent(Settings(data_dir=tmp_path_factory.mktemp(f"conversations-{persona}")))
+        # What the dialogue does is under test, not the math engine's 5 s limit (which
+        # tests/safemath holds): plots and integrals get room on a busy machine.
+        agent = Agent(Settings(data_dir=tmp_path_factory.mktemp(f"conversations-{persona}"),
+                               math_timeout_s=60))
         for case in CASES:
             turns = []
             for spec in case["turns"]:

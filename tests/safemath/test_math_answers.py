@@ -63,4 +63,7 @@ def test_the_settings_math_timeout_is_the_one_the_tools_use(tmp_path, monkeypatc
 
     monkeypatch.setattr(MathEngine, "run", run)
     result = ask(agent, "integral of x^2 from 0 to 3")
-    assert "9" in result.answer and given and set(given) == {0.5}, (result.answer, given)
+    # On a busy machine even this may take longer than half a second; either way, it was
+    # given 0.5 s.
+    assert "9" in result.answer or "(over 0.5 s)" in result.answer, result.answer
+    assert given and set(given) == {0.5}, given

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, ToolException
 
 from treadwise.profile import (
     City,
@@ -32,6 +32,7 @@ from treadwise.tools.business_results import (
     Tire,
     TireRecommendation,
 )
+from treadwise.tools.methods import method_tools
 
 # Words that ask what a city offers rather than naming one service.
 ANY_SERVICE = {"", "any", "all", "anything", "all services", "any service", "services"}
@@ -62,10 +63,7 @@ def business_tools(context: ToolContext) -> list[BaseTool]:
     The context may name other data files (`business_profile`, `tire_catalogue`, `coverage`);
     by default the packaged YAML files are used.
     """
-    desk = BusinessDesk(context)
-    return [StructuredTool.from_function(getattr(desk, name), parse_docstring=True,
-                                         response_format="content_and_artifact")
-            for name in BUSINESS_TOOLS]
+    return method_tools(BusinessDesk(context), BUSINESS_TOOLS)
 
 
 class BusinessDesk:

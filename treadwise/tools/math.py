@@ -10,12 +10,13 @@ import uuid
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, ToolException
 
 from treadwise.safemath import MathEngine, MathError, get_engine
 from treadwise.tools import ToolContext
 from treadwise.tools.artifacts import worded
 from treadwise.tools.math_results import Calculation, calculation
+from treadwise.tools.methods import method_tools
 
 Result = tuple[str, Calculation]
 PLAIN_TOOLS = ("add", "subtract", "multiply", "divide", "power", "square", "square_root",
@@ -26,16 +27,13 @@ PLAIN_TOOLS = ("add", "subtract", "multiply", "divide", "power", "square", "squa
 def math_tools(context: ToolContext) -> list[BaseTool]:
     """The fourteen math tools; `context.math_engine` may supply the MathEngine."""
     box = MathToolbox(context, context.math_engine or get_engine())
-    return [StructuredTool.from_function(getattr(box, name), parse_docstring=True,
-                                         response_format="content_and_artifact")
-            for name in (*PLAIN_TOOLS, "plot_area")]
+    return method_tools(box, (*PLAIN_TOOLS, "plot_area"))
 
 
 def program_tools(context: ToolContext) -> list[BaseTool]:
     """The restricted program tool (self-consistency's program-aided attempts use it)."""
     box = MathToolbox(context, context.math_engine or get_engine())
-    return [StructuredTool.from_function(box.run_program, parse_docstring=True,
-                                         response_format="content_and_artifact")]
+    return method_tools(box, ("run_program",))
 
 
 def session_of(config: RunnableConfig | None) -> str | None:
