@@ -8,6 +8,12 @@ turn beyond ~330 KB (a compiled graph, a model client, a plot or an export held 
 turn) fails it; the 50-turn version bounded that at ~150 KB a turn and, in CI, measured 175 KB
 a turn (the sessions' own chat histories grow with every turn), which this version does not
 separate from a leak either.
+
+The sessions speak the queue over plain HTTP (tests/support/soak_client.py): the same requests a
+browser tab sends, so the server does the same work, without gradio_client's threads polling
+every 50 ms, which cost this process about 24 s of CPU a run against 5 s now (the app's own is
+about 44 s). Fewer turns would save more, but an Agent kept per turn (~170 KB measured) is only
+just caught at 30: the sessions' histories already add ~175 KB a turn.
 """
 
 from __future__ import annotations
@@ -16,17 +22,17 @@ import threading
 from collections import Counter
 from pathlib import Path
 
-import httpx
 import psutil
 import pytest
 
-from tests.support.webapp import loopback_client, mixed_message, serve_subprocess
+from tests.support.soak_client import QueueSession, fn_index
+from tests.support.webapp import mixed_message, serve_subprocess
+from treadwise.agent.strategies import DEFAULT_STRATEGY
 from treadwise.storage.sqlite import Store
 
 SESSIONS = 8
 TURNS = 30
 WARM_UP = 10
-
 
 
 def check(turn: dict, text: str, session: int, number: int) -> None:
@@ -59,18 +65,22 @@ def test_eight_sessions_thirty_turns_each(data_dir: Path, tmp_path: Path):
 
         warmed = threading.Barrier(SESSIONS, action=measure)
 
+        send = fn_index(app.url, "send")
+
         def session(number: int) -> None:
-            # Files stay on the server: the export is fetched over HTTP, as a browser would.
-            client = loopback_client(app.url, download_files=False)
             try:
-                for turn in range(TURNS):
-                    text = mixed_message(number, turn, "soak")
-                    outputs = client.predict(text, "friendly", "offline", "", 0.0,
-                                             api_name="/send")
-                    exported = httpx.get(outputs[-1]["value"]["url"], timeout=60).json()
-                    check(exported["turns"][-1], text, number, turn)
-                    if turn == WARM_UP - 1:
-                        warmed.wait(timeout=600)
+                with QueueSession(app.url, send) as tab:
+                    for turn in range(TURNS):
+                        text = mixed_message(number, turn, "soak")
+                        # The inputs in the page's order; None is the session's gr.State.
+                        outputs = tab.call(text, None, "friendly", "offline", "", 0.0,
+                                           DEFAULT_STRATEGY)
+                        # Files stay on the server: the export is fetched over HTTP, as a
+                        # browser would.
+                        exported = tab.http.get(outputs[-1]["value"]["url"]).json()
+                        check(exported["turns"][-1], text, number, turn)
+                        if turn == WARM_UP - 1:
+                            warmed.wait(timeout=600)
             except Exception as exc:  # noqa: BLE001 - collected and reported below
                 failures.append(f"session {number}: {type(exc).__name__}: {exc}"[:500])
                 warmed.abort()
