@@ -3,8 +3,8 @@ critical violation in four views a page (1280 and 400 px, light and dark) after 
 answer and after a sweep; the chat works from the keyboard alone; a finished reply is announced
 once; a plot has a text alternative; both pages reflow at 320 px and at 200% zoom.
 
-One app and one Chromium serve the module; the chat and Experiments pages are each opened once
-and looked at in every view (a view changes the window, not the page).
+One app serves the module and the process's shared Chromium shows it; the chat and Experiments
+pages are each opened once and looked at in every view (a view changes the window, not the page).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.chromium import CHROMIUM_ARGS
+from tests.support.chromium import POLL_MS, new_page
 from tests.support.page_views import (
     VIEW_IDS,
     VIEWS,
@@ -57,20 +57,12 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 
 
 def open_page(browser: Any, url: str) -> Any:
-    page = browser.new_context(viewport={"width": 1280, "height": 900},
-                               accept_downloads=True).new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = new_page(browser, TIMEOUT_MS, viewport={"width": 1280, "height": 900},
+                    accept_downloads=True)
     page.goto(url)
     page.locator("#message textarea").wait_for()
     return page
@@ -83,7 +75,8 @@ def chat(app: str, browser: Any) -> Iterator[Any]:
     page.evaluate(LISTEN)
     page.locator("#message textarea").fill(INTEGRAL)
     page.locator("#send").click()
-    page.wait_for_function("document.querySelectorAll('#chat .tw-footer').length >= 1")
+    page.wait_for_function("document.querySelectorAll('#chat .tw-footer').length >= 1",
+                           polling=POLL_MS)
     plot = page.locator("#chat img[src*='area-']").first
     plot.wait_for()
     page.wait_for_function("img => img.complete && img.naturalWidth > 0",

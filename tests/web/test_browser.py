@@ -10,7 +10,7 @@ import pytest
 import yaml
 from langchain_core.messages import AIMessage
 
-from tests.support.chromium import CHROMIUM_ARGS, TIMEOUT_MS
+from tests.support.chromium import POLL_MS, new_page
 from tests.support.webapp import REPO, serve_in_process, serve_subprocess, use_scripted
 from treadwise.agent import Agent
 from treadwise.settings import Settings
@@ -22,18 +22,14 @@ HOSTILE = ('Here you go <img src=x onerror="window.__xss=1"> '
            "![pixel](http://203.0.113.9/pixel.png) [click](javascript:window.__xss=3)")
 
 
-@pytest.fixture
-def page(chromium: str) -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
+pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(TIMEOUT_MS)
-        try:
-            yield page
-        finally:
-            browser.close()
+
+@pytest.fixture
+def page(browser) -> Iterator[object]:
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+    yield page
+    page.context.close()
 
 
 def voice(persona: str, *parts: str) -> list[str]:
@@ -46,7 +42,8 @@ def send(page, message: str) -> str:
     count = page.locator("#chat .tw-footer").count()
     page.locator("#message textarea").fill(message)
     page.locator("#send").click()
-    page.wait_for_function(f"document.querySelectorAll('#chat .tw-footer').length > {count}")
+    page.wait_for_function(f"document.querySelectorAll('#chat .tw-footer').length > {count}",
+                           polling=POLL_MS)
     return page.evaluate("""() => {
         const footers = document.querySelectorAll('#chat .tw-footer');
         return footers[footers.length - 1].closest('.message').innerText;

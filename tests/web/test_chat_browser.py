@@ -1,8 +1,9 @@
 """The chat page behaves like the chat apps people use: keys, text as written, signs of life,
 kept input, a busy Send, clean Stop/Retry, plot replies, small screens and streamed tokens.
 
-One app and one Chromium serve the whole module; each test opens its own page (its own
-session). A scripted model "slow" calls a tool that takes a couple of seconds.
+One app serves the whole module and the process's shared Chromium shows it; each test opens its
+own page (its own session), the views of one check share one. A scripted model "slow" calls a
+tool that takes a couple of seconds.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
-from tests.support.chromium import CHROMIUM_ARGS
+from tests.support.chromium import POLL_MS, new_page, settled
 from tests.support.loopback import OpenAIServer, Reply, scripted
 from tests.support.page_views import DROPDOWNS, OVERFLOWING, VIEW_IDS, VIEWS, show
 from tests.support.webapp import serve_in_process
@@ -70,24 +71,15 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Agent]]
         yield url, agent
 
 
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 
 
 @pytest.fixture
 def page(app, browser) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = new_page(browser, TIMEOUT_MS, viewport={"width": 1280, "height": 900})
     open_chat(page, app[0])
     yield page
-    context.close()
+    page.context.close()
 
 
 def open_chat(page, url: str) -> None:
@@ -112,7 +104,8 @@ def replies(page) -> int:
 
 def wait_for_reply(page, count: int) -> str:
     """Wait until `count` replies have their footer; return the text of the last one."""
-    page.wait_for_function(f"document.querySelectorAll('#chat .tw-footer').length >= {count}")
+    page.wait_for_function(f"document.querySelectorAll('#chat .tw-footer').length >= {count}",
+                           polling=POLL_MS)
     return page.evaluate("""() => {
         const footers = document.querySelectorAll('#chat .tw-footer');
         return footers[footers.length - 1].closest('.message').innerText;
@@ -268,7 +261,7 @@ def one_line_labels(page) -> dict[str, int]:
 @pytest.mark.parametrize("width", [1280, 400])
 def test_the_layout_fits_the_screen(page, width):
     page.set_viewport_size({"width": width, "height": 900})
-    page.wait_for_timeout(300)
+    settled(page)
     picker = page.locator("#persona-picker").bounding_box()
     chat = page.locator("#chat").bounding_box()
     message = page.locator("#message").bounding_box()
@@ -292,9 +285,7 @@ ON_SCREEN = "#chat .message, #chat .message-row, #message, #message textarea, #s
 @pytest.fixture(scope="module")
 def long_words(app, browser) -> Iterator[Any]:
     """A page whose conversation and message box hold words longer than any screen."""
-    context = browser.new_context(viewport={"width": 400, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = new_page(browser, TIMEOUT_MS, viewport={"width": 400, "height": 900})
     open_chat(page, app[0])
     for count, word in enumerate(UNBROKEN, 1):
         box(page).fill(word)
@@ -302,7 +293,7 @@ def long_words(app, browser) -> Iterator[Any]:
         wait_for_reply(page, count)
     box(page).fill(UNBROKEN[0])  # and one in the box, not sent
     yield page
-    context.close()
+    page.context.close()
 
 
 @pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
@@ -316,13 +307,24 @@ def test_a_long_unbroken_word_wraps_and_send_stays_on_screen(long_words, width, 
     assert len(bubbles(page, "user")) == len(UNBROKEN)
 
 
-@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
-def test_the_pickers_read_in_full_beside_their_caret(page, width, scheme):
-    show(page, width, scheme)
+@pytest.fixture(scope="module")
+def picked(app, browser) -> Iterator[Any]:
+    """A page whose model picker holds the longest choice, the local model."""
+    page = new_page(browser, TIMEOUT_MS, viewport={"width": 1280, "height": 900})
+    open_chat(page, app[0])
     use_model(page, "")
     page.locator("#model-picker input").click()
     page.get_by_role("option", name="local:smollm2 (local LLM)").click()
     page.keyboard.press("Escape")
+    yield page
+    page.context.close()
+
+
+@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
+def test_the_pickers_read_in_full_beside_their_caret(picked, width, scheme):
+    page = picked
+    show(page, width, scheme)
+    assert page.locator("#model-picker input").input_value() == "local:smollm2 (local LLM)"
     found = page.evaluate(DROPDOWNS)
     assert {d["label"] for d in found} >= {"Model", "Strategy"}
     assert [d for d in found if d["cut"] or d["overlap"]] == [], found

@@ -42,32 +42,32 @@ def send(client: Client, message: str) -> str:
 
 
 def answered(url: str) -> tuple[int, int]:
-    """Six sessions, each claiming its own address, sending three messages each: (answers,
-    "slow down" replies)."""
+    """Four sessions, each claiming its own address, sending two messages each (a session's
+    limit): (answers, "slow down" replies)."""
     replies = [send(visitor(url, f"10.0.0.{n}"), "What are your opening hours?")
-               for n in range(6) for _ in range(3)]
+               for n in range(4) for _ in range(2)]
     slowed = sum(SLOW_DOWN in reply for reply in replies)
     return len(replies) - slowed, slowed
 
 
 @pytest.mark.slow
 def test_a_forwarded_address_from_an_untrusted_peer_is_ignored(tmp_path: Path):
-    # 3 a minute per session, 9 per address: every session here comes from 127.0.0.1.
-    settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="3")
+    # 2 a minute per session, 6 per address: every session here comes from 127.0.0.1.
+    settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="2")
     with serve_in_process(settings) as url:
-        assert answered(url) == (9, 9), "the header picked the address the limit counts"
+        assert answered(url) == (6, 2), "the header picked the address the limit counts"
 
 
 @pytest.mark.slow
 def test_a_forwarded_address_from_a_trusted_proxy_names_the_client(tmp_path: Path):
-    settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="3",
+    settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="2",
                       TREADWISE_TRUSTED_PROXIES="127.0.0.1")
     with serve_in_process(settings) as url:
-        assert answered(url) == (18, 0)
+        assert answered(url) == (8, 0)
         # A proxy appends the peer it saw: what a client put on the left changes nothing, so
-        # 10.0.0.1 (3 of its 9 used) gets 6 more, whatever each new session claims.
-        spoofer = [send(visitor(url, f"10.9.9.{n}, 10.0.0.1"), "Hours?") for n in range(7)]
-        assert [SLOW_DOWN in reply for reply in spoofer] == [False] * 6 + [True]
+        # 10.0.0.1 (2 of its 6 used) gets 4 more, whatever each new session claims.
+        spoofer = [send(visitor(url, f"10.9.9.{n}, 10.0.0.1"), "Hours?") for n in range(5)]
+        assert [SLOW_DOWN in reply for reply in spoofer] == [False] * 4 + [True]
 
 
 @pytest.mark.parametrize("forwarded", [
@@ -79,11 +79,11 @@ def test_a_forwarded_address_from_a_trusted_proxy_names_the_client(tmp_path: Pat
 def test_a_trusted_proxy_forwards_one_hop_and_ip_addresses_only(tmp_path: Path, forwarded: str):
     """From 127.0.0.1, itself trusted, any local process can send these: each must share one
     budget (the proxy's, 3 sessions' worth), never get a fresh one per made-up entry."""
-    settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="3",
+    settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="2",
                       TREADWISE_TRUSTED_PROXIES="127.0.0.1")
     with serve_in_process(settings) as url:
-        replies = [send(visitor(url, forwarded.format(n=n)), "Hours?") for n in range(12)]
-    assert [SLOW_DOWN in reply for reply in replies] == [False] * 9 + [True] * 3
+        replies = [send(visitor(url, forwarded.format(n=n)), "Hours?") for n in range(8)]
+    assert [SLOW_DOWN in reply for reply in replies] == [False] * 6 + [True] * 2
 
 
 def test_new_sessions_share_their_address_budget(tmp_path: Path):

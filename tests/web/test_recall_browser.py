@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.chromium import CHROMIUM_ARGS, TIMEOUT_MS
+from tests.support.chromium import POLL_MS, new_page
 from tests.support.page_views import VIEW_IDS, VIEWS, page_scrolls_sideways
 from tests.support.webapp import serve_in_process
 from treadwise.agent import Agent
@@ -26,14 +26,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, set[str
         yield url, {t.name for t in tools}
 
 
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 
 
 def send(page: Any, message: str) -> str:
@@ -41,7 +34,8 @@ def send(page: Any, message: str) -> str:
     count = page.locator("#chat .tw-footer").count()
     page.locator("#message textarea").fill(message)
     page.locator("#send").click()
-    page.wait_for_function(f"document.querySelectorAll('#chat .tw-footer').length > {count}")
+    page.wait_for_function(f"document.querySelectorAll('#chat .tw-footer').length > {count}",
+                           polling=POLL_MS)
     return page.evaluate("""() => {
         const footers = document.querySelectorAll('#chat .tw-footer');
         return footers[footers.length - 1].closest('.message').innerText;
@@ -51,11 +45,8 @@ def send(page: Any, message: str) -> str:
 @pytest.mark.parametrize(("width", "scheme"), VIEWS, ids=VIEW_IDS)
 def test_what_did_i_just_ask_is_answered_with_the_question(app, browser, width, scheme):
     url, tool_names = app
-    context = browser.new_context(viewport={"width": width, "height": 900},
-                                  color_scheme=scheme)
+    page = new_page(browser, viewport={"width": width, "height": 900}, color_scheme=scheme)
     try:
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
         page.goto(url)
         page.locator("#message textarea").wait_for()
         assert "9" in send(page, "Add 5 and 4")
@@ -73,4 +64,4 @@ def test_what_did_i_just_ask_is_answered_with_the_question(app, browser, width, 
         assert overflow <= 1, overflow
         assert not page_scrolls_sideways(page)
     finally:
-        context.close()
+        page.context.close()

