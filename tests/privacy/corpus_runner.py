@@ -114,15 +114,18 @@ def _files_text(data_dir: Path) -> str:
 def run_corpus(corpus: dict[str, list], personas: Iterable[str] = PERSONAS, *,
                model: str = "offline", setup_model: str | None = None,
                agent_for: Callable[[Path], Agent] | None = None,
-               root: Path | None = None) -> Score:
-    """Run every item of `corpus` for each persona, each in its own thread; earlier turns of
-    a conversation (the lead before an erasure) run with `setup_model` when given."""
+               root: Path | None = None, rotate: bool = False) -> Score:
+    """Run every item of `corpus` for each persona (with `rotate`, for one persona in turn),
+    each in its own thread; earlier turns of a conversation (the lead before an erasure) run
+    with `setup_model` when given."""
     root = root or Path(tempfile.mkdtemp(prefix="privacy-corpus-"))
+    personas = tuple(personas)
+    hands = deal(corpus, len(personas)) if rotate else [corpus] * len(personas)
     total = Score()
-    for persona in personas:
+    for persona, hand in zip(personas, hands, strict=True):
         data_dir = root / persona
         agent = (agent_for or _offline_agent)(data_dir)
-        total.add(_run_persona(agent, corpus, persona, model, setup_model or model, data_dir,
+        total.add(_run_persona(agent, hand, persona, model, setup_model or model, data_dir,
                                root / f"{persona}-cache"))
     return total
 
@@ -223,3 +226,15 @@ def _run_persona(agent: Agent, corpus: dict[str, list], persona: str, model: str
 def sample(corpus: dict[str, list], every: int) -> dict[str, list]:
     """Every `every`-th item of each part of the corpus (at least one of each)."""
     return {part: items[::every] or items[:1] for part, items in corpus.items()}
+
+
+def deal(corpus: dict[str, list], hands: int) -> list[dict[str, list]]:
+    """The corpus dealt into `hands` parts like cards, one item to each in turn, the count
+    running on from one kind of item to the next: every hand gets a share of each kind there
+    are enough of, and no item is in two hands."""
+    dealt: list[dict[str, list]] = [{part: [] for part in corpus} for _ in range(hands)]
+    turn = itertools.count()
+    for part, items in corpus.items():
+        for item in items:
+            dealt[next(turn) % hands][part].append(item)
+    return dealt
