@@ -97,12 +97,14 @@ def cluster(shared_cluster):
             shared_cluster.client().unregister_worker_plugin(TaskLog.name)
 
 
-def grid_24(folder: Path) -> Path:
-    """24 cases: 12 batches of 2 on the two workers' 8 threads, so each worker takes several
-    batches one after another (what a kill or a resume has to cut into)."""
+def grid_of(folder: Path, repeats: int = 4) -> Path:
+    """6 × `repeats` cases in batches of 2 on the two workers' 8 threads. With 4 repeats (24
+    cases, 12 batches) each worker takes several batches one after another, which a killed
+    client or a lost scheduler has to cut into."""
     grid = write_grid(folder, [HOURS], personas=PERSONAS, models=["openai:gpt-test"],
-                      temperatures=[0.0, 0.5], repeats=4, concurrency=4, keep_cases="none")
-    assert len(load_grid(grid).cases()) == 24
+                      temperatures=[0.0, 0.5], repeats=repeats, concurrency=4,
+                      keep_cases="none")
+    assert len(load_grid(grid).cases()) == 6 * repeats
     return grid
 
 
@@ -164,7 +166,10 @@ def test_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env, clus
     tasks = tmp_path / "tasks"
     cluster.client().register_plugin(TaskLog(str(tasks)))
     tasks.mkdir()
-    grid, out = grid_24(tmp_path), tmp_path / "out"
+    # 96 cases (48 batches, a dozen waves on each worker's 4 threads): a worker is killed
+    # between waves. With 24 the whole run once ended in 3 s, before w1 had both a batch back
+    # and one in flight.
+    grid, out = grid_of(tmp_path, repeats=16), tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
     # Killed once it has sent cases back (so the run names it) and with cases in flight.
     wait_for(lambda: sent_back_and_running(out, tasks, "w1"), run)
@@ -191,7 +196,7 @@ def _addresses(cluster: LoopbackCluster) -> set[str]:
 
 
 def test_a_killed_client_is_resumed_and_each_case_appears_once(repo, tmp_path, env, cluster):
-    grid, out = grid_24(tmp_path), tmp_path / "out"
+    grid, out = grid_of(tmp_path), tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
     wait_for_rows(out, 8, run)
     run.send_signal(signal.SIGKILL)
