@@ -41,6 +41,14 @@ def show(page: Any, width: int, scheme: str, height: int = 900) -> None:
     page.wait_for_timeout(SETTLE_MS)
 
 
+def dropdowns_in_view(page: Any, width: int, scheme: str) -> tuple[set[str], list[dict]]:
+    """The open page in one view: the labels of its visible dropdowns, and the dropdowns whose
+    value is cut or runs under the caret."""
+    show(page, width, scheme)
+    found = page.evaluate(DROPDOWNS)
+    return {d["label"] for d in found}, [d for d in found if d["cut"] or d["overlap"]]
+
+
 def axe_violations(page: Any) -> list[str]:
     """axe-core's serious and critical violations of the page as it is, one line each."""
     from axe_playwright_python.sync_playwright import Axe

@@ -22,7 +22,7 @@ from langchain_core.tools import tool
 
 from tests.support.chromium import POLL_MS, new_page, settled
 from tests.support.loopback import OpenAIServer, Reply, scripted
-from tests.support.page_views import DROPDOWNS, OVERFLOWING, VIEW_IDS, VIEWS, show
+from tests.support.page_views import OVERFLOWING, VIEW_IDS, VIEWS, dropdowns_in_view, show
 from tests.support.webapp import serve_in_process
 from treadwise.agent import Agent
 from treadwise.settings import Settings
@@ -322,12 +322,10 @@ def picked(app, browser) -> Iterator[Any]:
 
 @pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
 def test_the_pickers_read_in_full_beside_their_caret(picked, width, scheme):
-    page = picked
-    show(page, width, scheme)
-    assert page.locator("#model-picker input").input_value() == "local:smollm2 (local LLM)"
-    found = page.evaluate(DROPDOWNS)
-    assert {d["label"] for d in found} >= {"Model", "Strategy"}
-    assert [d for d in found if d["cut"] or d["overlap"]] == [], found
+    labels, unreadable = dropdowns_in_view(picked, width, scheme)
+    assert picked.locator("#model-picker input").input_value() == "local:smollm2 (local LLM)"
+    assert labels >= {"Model", "Strategy"}
+    assert unreadable == [], unreadable
 
 
 def test_tokens_appear_as_a_real_model_streams_them(page, monkeypatch: pytest.MonkeyPatch):

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.support.chromium import new_page, settled
-from tests.support.page_views import DROPDOWNS, VIEW_IDS, VIEWS, show
+from tests.support.page_views import VIEW_IDS, VIEWS, dropdowns_in_view
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
 
@@ -162,12 +162,9 @@ def pickers(app, browser) -> Iterator[Any]:
 
 @pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
 def test_every_picker_reads_in_full_beside_its_caret(pickers, width, scheme):
-    page = pickers
-    show(page, width, scheme)
-    found = page.evaluate(DROPDOWNS)
-    assert {d["label"] for d in found} >= {"Run", "Configuration", "Baseline run (A); the run "
-                                           "picked above is B"}
-    assert [d for d in found if d["cut"] or d["overlap"]] == [], found
+    labels, unreadable = dropdowns_in_view(pickers, width, scheme)
+    assert labels >= {"Run", "Configuration", "Baseline run (A); the run picked above is B"}
+    assert unreadable == [], unreadable
 
 
 def test_transcripts_highlight_failed_checks_and_runs_compare(page, app):
