@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,10 +40,16 @@ PERSONAS = ["friendly", "technical", "cautious"]
 LOCAL_SPEC = "local:smollm2?decoding=free&routing=none"
 
 
+# Open unless a test holds the model's replies (the server waits at most a minute on it).
+REPLIES_FLOW = threading.Event()
+REPLIES_FLOW.set()
+
+
 def slow_hours(delay_s: float):
     answer = tool_then_answer("get_business_info", {"topic": "opening hours"})
 
     def brain(request: dict) -> Reply:
+        REPLIES_FLOW.wait(60)
         reply = answer(request)
         reply.delay_s = delay_s
         return reply
@@ -146,11 +153,29 @@ def wait_for_rows(out: Path, n: int, process: subprocess.Popen) -> None:
     wait_for(lambda: len(rows_of(out)) >= n, process)
 
 
-def sent_back_and_running(out: Path, tasks: Path, worker: str) -> bool:
-    """Whether `worker` has sent back a case and has started one that is not back yet."""
-    started = set(started_cases(tasks).get(worker, []))
-    back = {r["case_key"] for r in rows_of(out)}
-    return bool(started & back) and bool(started - back)
+def sent_back(out: Path, tasks: Path, worker: str) -> bool:
+    """Whether `worker` has sent back a case."""
+    return bool(set(started_cases(tasks).get(worker, [])) & {r["case_key"] for r in rows_of(out)})
+
+
+def held_cases(out: Path, tasks: Path, worker: str, process: subprocess.Popen,
+               settle_s: float = 1.0, timeout: float = 120) -> set[str]:
+    """While the model's replies are held: the cases `worker` has started and not sent back,
+    once nothing has come back for `settle_s` (a case past its last model call has landed by
+    then, so these are waiting on the model and cannot come back before it answers)."""
+    deadline = time.monotonic() + timeout
+    back, since = None, time.monotonic()
+    while True:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "timed out waiting for held cases"
+        now = {r["case_key"] for r in rows_of(out)}
+        if now != back:
+            back, since = now, time.monotonic()
+        elif time.monotonic() - since >= settle_s:
+            held = set(started_cases(tasks).get(worker, [])) - back
+            if held:
+                return held
+        time.sleep(0.05)
 
 
 def assert_every_case_once(out: Path, keys: set[str]) -> list[dict]:
@@ -171,9 +196,15 @@ def test_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env, clus
     # and one in flight.
     grid, out = grid_of(tmp_path, repeats=16), tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
-    # Killed once it has sent cases back (so the run names it) and with cases in flight.
-    wait_for(lambda: sent_back_and_running(out, tasks, "w1"), run)
-    cluster.kill("w1")
+    # Killed once it has sent cases back (so the run names it) and with cases in flight: the
+    # model's replies are held so those cannot finish between the look and the kill.
+    wait_for(lambda: sent_back(out, tasks, "w1"), run)
+    REPLIES_FLOW.clear()
+    try:
+        held = held_cases(out, tasks, "w1", run)
+        cluster.kill("w1")
+    finally:
+        REPLIES_FLOW.set()
     code, printed, err = finish(run)
     assert code == 0, err
     rows = assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
@@ -188,7 +219,7 @@ def test_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env, clus
     kept_from_w1 = meta["cluster"]["cases_by_worker"][
         next(a for a in meta["cluster"]["cases_by_worker"] if a not in _addresses(cluster))]
     assert len(started["w1"]) > kept_from_w1
-    assert set(started["w1"]) & set(started["w2"])
+    assert held <= set(started["w2"])
 
 
 def _addresses(cluster: LoopbackCluster) -> set[str]:
