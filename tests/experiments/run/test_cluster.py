@@ -57,6 +57,17 @@ def slow_hours(delay_s: float):
     return brain
 
 
+@contextlib.contextmanager
+def replies_held():
+    """The model answers nothing inside: a run cannot finish its cases while a test kills
+    something."""
+    REPLIES_FLOW.clear()
+    try:
+        yield
+    finally:
+        REPLIES_FLOW.set()
+
+
 @pytest.fixture(scope="module")
 def model_server():
     with OpenAIServer(slow_hours(0.03)) as server:
@@ -199,12 +210,9 @@ def test_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env, clus
     # Killed once it has sent cases back (so the run names it) and with cases in flight: the
     # model's replies are held so those cannot finish between the look and the kill.
     wait_for(lambda: sent_back(out, tasks, "w1"), run)
-    REPLIES_FLOW.clear()
-    try:
+    with replies_held():
         held = held_cases(out, tasks, "w1", run)
         cluster.kill("w1")
-    finally:
-        REPLIES_FLOW.set()
     code, printed, err = finish(run)
     assert code == 0, err
     rows = assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
@@ -230,8 +238,9 @@ def test_a_killed_client_is_resumed_and_each_case_appears_once(repo, tmp_path, e
     grid, out = grid_of(tmp_path), tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
     wait_for_rows(out, 8, run)
-    run.send_signal(signal.SIGKILL)
-    run.wait(timeout=30)
+    with replies_held():
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=30)
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     assert read_meta(folder)["status"] == "running"  # as the kill left it
     done_before = len(rows_of(out))
@@ -342,7 +351,8 @@ def test_a_lost_scheduler_is_one_line_and_loses_no_finished_case(repo, tmp_path,
     out = tmp_path / "out"
     run = client(repo, env, "--grid", str(grid), "--out", str(out), "--cluster", cluster.address)
     wait_for_rows(out, 8, run)
-    cluster.kill("scheduler")
+    with replies_held():
+        cluster.kill("scheduler")
     code, _, err = finish(run)
     assert code == 2
     last = err.strip().splitlines()[-1]
