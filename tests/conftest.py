@@ -42,6 +42,20 @@ os.environ.update({"HTTP_PROXY": DEAD_PROXY, "HTTPS_PROXY": DEAD_PROXY,
 for _name in ("http_proxy", "https_proxy", "no_proxy"):
     os.environ[_name] = os.environ[_name.upper()]
 
+# The local model's read system blocks (treadwise/models/llama_states.py) are shared by this
+# run's processes (xdist workers, CLI children, apps) in one folder the first process makes and
+# deletes when it ends: never the developer's cache, so every run starts cold as a new machine
+# would, and a block one file's tests read is not read again by another's.
+RUN_STATES = "TREADWISE_TESTS_RUN_STATES"
+if RUN_STATES not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ[RUN_STATES] = tempfile.mkdtemp(prefix="treadwise-llama-states-")
+    atexit.register(shutil.rmtree, os.environ[RUN_STATES], True)
+os.environ["TREADWISE_LOCAL_STATE_DIR"] = os.environ[RUN_STATES]
+
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
 

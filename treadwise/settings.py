@@ -37,7 +37,8 @@ ROUTING_MODES: tuple[str, ...] = get_args(RoutingMode)
 # keys and endpoints named by their providers (and Dask), and our own knobs of one provider.
 PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY",
                       "TREADWISE_GEMINI_BASE_URL", "TAVILY_API_KEY", "TREADWISE_TAVILY_BASE_URL",
-                      "TREADWISE_LOCAL_MAX_TOKENS", "DASK_SCHEDULER_ADDRESS")
+                      "TREADWISE_LOCAL_MAX_TOKENS", "TREADWISE_LOCAL_STATE_DIR",
+                      "DASK_SCHEDULER_ADDRESS")
 
 
 def variable(name: str) -> str:

@@ -11,9 +11,11 @@ import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from treadwise.errors import ModelLimitError, ModelUnavailable
+from treadwise.models.llama_states import StateFolder
 
 INSTALL_HINT = "python -m pip install -r requirements-local.txt"
 DEFAULT_N_CTX = 8192
@@ -70,15 +72,17 @@ def _threads(configured: int) -> int:
     return configured if configured > 0 else max(1, (os.cpu_count() or 2) // 2)
 
 
-def engine(path: str, n_ctx: int = DEFAULT_N_CTX, threads: int = 0) -> LlamaEngine:
+def engine(path: str, n_ctx: int = DEFAULT_N_CTX, threads: int = 0,
+           state_dir: str = "") -> LlamaEngine:
     """The process's engine for this file and context size, loaded on first use (with
-    `threads` llama.cpp threads; 0: half the cores)."""
+    `threads` llama.cpp threads, 0: half the cores; system blocks kept in `state_dir` for
+    other processes, "": nowhere). The first use's threads and folder hold for the process."""
     key = (os.path.realpath(path), n_ctx)
     with _engines_lock:
         if key not in _engines:
             if not _engines:
                 atexit.register(_close_all)
-            _engines[key] = LlamaEngine(key[0], n_ctx, threads)
+            _engines[key] = LlamaEngine(key[0], n_ctx, threads, state_dir)
         return _engines[key]
 
 
@@ -100,7 +104,7 @@ class LlamaEngine:
     What a prompt shares with the previous one (the system block, earlier messages) stays
     evaluated, and a few system blocks are saved, so a call reads only what is new."""
 
-    def __init__(self, path: str, n_ctx: int, threads: int = 0):
+    def __init__(self, path: str, n_ctx: int, threads: int = 0, state_dir: str = ""):
         try:
             from llama_cpp import Llama
         except ImportError:
@@ -120,6 +124,8 @@ class LlamaEngine:
         self._saved: dict[tuple[int, ...], Any] = {}
         self._blocks: dict[str, tuple[int, ...]] = {}
         self._stops = {self.llm.token_eos(), *self.tokens("<|im_end|><|im_start|><|endoftext|>")}
+        # System blocks read by any process before, on disk (models/llama_states.py).
+        self.states = StateFolder(Path(state_dir), path, n_ctx, threads) if state_dir else None
 
     def tokens(self, text: str) -> list[int]:
         """The model's own tokenization (special tokens such as <|im_start|> included)."""
@@ -197,6 +203,8 @@ class LlamaEngine:
     def _start(self, head: tuple[int, ...], deadline: float) -> None:
         self._live = []
         saved = self._saved.pop(head, None)
+        if saved is None and self.states is not None:
+            saved = self.states.load(head)
         if saved is not None:
             self._saved[head] = saved  # most recently used last
             self.llm.load_state(saved)
@@ -204,6 +212,8 @@ class LlamaEngine:
             self.llm.reset()
             self._eval(list(head), deadline)
             self._save(head)
+            if self.states is not None:
+                self.states.save(head, self._saved[head])
         self._live = [head]
 
     def _save(self, key: tuple[int, ...]) -> None:

@@ -167,6 +167,20 @@ def max_tokens_from(env: Mapping[str, str]) -> int:
     return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_TOKENS
 
 
+def states_folder(env: Mapping[str, str]) -> Path | None:
+    """Where a local model keeps the system blocks it has read (models/llama_states.py):
+    TREADWISE_LOCAL_STATE_DIR, else $XDG_CACHE_HOME (or ~/.cache)/treadwise/llama-states;
+    None when that variable is "off"."""
+    chosen = env.get("TREADWISE_LOCAL_STATE_DIR", "").strip()
+    if chosen.lower() == "off":
+        return None
+    if chosen:
+        return Path(chosen).expanduser()
+    cache = env.get("XDG_CACHE_HOME", "").strip() or str(
+        Path(env.get("HOME") or Path.home()) / ".cache")
+    return Path(cache) / "treadwise" / "llama-states"
+
+
 def build(spec: ModelSpec, settings: ModelSettings) -> Any:
     """A llama.cpp model; the token limit is the settings', else TREADWISE_LOCAL_MAX_TOKENS."""
     runtime = settings.process
@@ -182,4 +196,5 @@ def build(spec: ModelSpec, settings: ModelSettings) -> Any:
                           max_tokens=settings.max_tokens or max_tokens_from(runtime.environment),
                           decoding=local.decoding, routing=local.routing,
                           grounding=local.grounding,
-                          threads=runtime.local_threads)
+                          threads=runtime.local_threads,
+                          state_dir=str(states_folder(runtime.environment) or ""))

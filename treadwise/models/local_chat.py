@@ -37,6 +37,9 @@ class LocalChatModel(BaseChatModel):
     max_tokens: int = 256
     n_ctx: int = DEFAULT_N_CTX
     threads: int = 0  # llama.cpp threads (Settings.local_threads); 0: half the cores
+    # Where read system blocks are kept for other processes (Settings.local_states_folder);
+    # empty: nowhere.
+    state_dir: str = ""
     timeout_s: float = 60.0
     repeat_penalty: float = Sampling.repeat_penalty
     # How it decides (see local_turn): calls held to the tools' grammars or read from free
@@ -64,7 +67,7 @@ class LocalChatModel(BaseChatModel):
 
     def warm(self) -> None:
         """Load the weights now (the first call would otherwise do it)."""
-        engine(self.model_path, self.n_ctx, self.threads)
+        engine(self.model_path, self.n_ctx, self.threads, self.state_dir)
 
     def options(self, **overrides: Any) -> Options:
         fields = {"decoding": self.decoding, "routing": self.routing,
@@ -80,7 +83,7 @@ class LocalChatModel(BaseChatModel):
         key) is the turn's, which the graph binds: it frames answers in the persona's voice."""
         if isinstance(persona, str):
             persona = _persona(persona)
-        return LocalTurn(engine(self.model_path, self.n_ctx, self.threads),
+        return LocalTurn(engine(self.model_path, self.n_ctx, self.threads, self.state_dir),
                          self.options(**overrides), messages, tools, tool_choice, persona)
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,

@@ -1,0 +1,130 @@
+"""System blocks kept on disk (treadwise/models/llama_states.py): a new process's engine reads
+none that another has read, and answers exactly as if it had; damage costs a re-read, never a
+reply; the folder keeps to its cap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from treadwise.agent.prompts import build_system_prompt
+from treadwise.models.llama_states import StateFolder
+from treadwise.models.llamacpp import Generation, LlamaEngine
+from treadwise.models.local import model_path, states_folder
+from treadwise.personas import get_persona
+
+N_CTX = 2048
+SYSTEM = f"<|im_start|>system\n{build_system_prompt(get_persona('friendly'))}<|im_end|>\n"
+USER = "<|im_start|>user\nWhat are your opening hours?<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.fixture
+def gguf(local_model: str) -> str:
+    return str(model_path("smollm2"))
+
+
+def new_engine(gguf: str, folder: Path) -> tuple[LlamaEngine, list[int]]:
+    """An engine as a new process gets it, and the lengths of the prompt blocks it reads."""
+    engine = LlamaEngine(gguf, N_CTX, 1, str(folder))
+    read: list[int] = []
+    evaluate = engine._eval
+
+    def counted(tokens, deadline):
+        read.append(len(tokens))
+        return evaluate(tokens, deadline)
+
+    engine._eval = counted  # type: ignore[method-assign]
+    return engine, read
+
+
+def reply(engine: LlamaEngine) -> str:
+    return "".join(engine.generate([SYSTEM, USER], max_tokens=16, temperature=0.0, seed=3,
+                                   timeout_s=300, stats=Generation()))
+
+
+def test_a_new_engine_reads_only_what_is_new_and_replies_the_same(gguf: str, tmp_path: Path):
+    first, first_read = new_engine(gguf, tmp_path / "states")
+    said = reply(first)
+    system, user = len(first.tokens(SYSTEM)), len(first.tokens(USER))
+    assert system > 500 and sum(first_read) == system + user
+    second, second_read = new_engine(gguf, tmp_path / "states")
+    assert reply(second) == said
+    assert sum(second_read) == user  # the persona's system block came from the disk
+    first.llm.close()
+    second.llm.close()
+
+
+def test_a_damaged_state_is_read_again_and_replaced(gguf: str, tmp_path: Path):
+    first, _ = new_engine(gguf, tmp_path / "states")
+    said = reply(first)
+    head = first.block_tokens(SYSTEM)
+    (saved,) = (tmp_path / "states").glob("*.npz")
+    assert saved == first.states.path(head)
+    for damage in (saved.read_bytes()[:5000], b"not a saved state"):
+        saved.write_bytes(damage)
+        again, read = new_engine(gguf, tmp_path / "states")
+        assert reply(again) == said
+        assert sum(read) == len(first.tokens(SYSTEM)) + len(first.tokens(USER))
+        assert again.states.load(head) is not None  # saved afresh, whole
+        again.llm.close()
+    first.llm.close()
+
+
+def test_an_unwritable_folder_costs_nothing_but_the_saving(gguf: str, tmp_path: Path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    engine, _ = new_engine(gguf, blocked)
+    assert reply(engine).strip()
+    assert blocked.read_text() == "not a folder"
+    engine.llm.close()
+
+
+def test_states_are_never_shared_across_models_threads_or_context_sizes(tmp_path: Path):
+    pytest.importorskip("llama_cpp")
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF weights")
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"GGUF others")
+    tokens = [1, 2, 3]
+    paths = {StateFolder(tmp_path, str(m), n_ctx, threads).path(tokens)
+             for m in (model, other) for n_ctx in (2048, 8192) for threads in (1, 2)}
+    assert len(paths) == 8
+    same = StateFolder(tmp_path, str(model), 2048, 1)
+    assert same.path(tokens) == StateFolder(tmp_path, str(model), 2048, 1).path(tokens)
+    assert same.path(tokens) != same.path([1, 2, 3, 4])
+    model.write_bytes(b"GGUF weights, replaced")  # a new file under the same name
+    assert StateFolder(tmp_path, str(model), 2048, 1).path(tokens) != same.path(tokens)
+
+
+def _state(size: int):
+    from llama_cpp.llama import LlamaState
+
+    return LlamaState(input_ids=np.zeros(4, dtype=np.intc), scores=np.zeros((1, 4), np.single),
+                      n_tokens=3, llama_state=bytes(size), llama_state_size=size, seed=7)
+
+
+def test_the_folder_keeps_to_its_cap_dropping_the_least_recently_used(tmp_path: Path):
+    pytest.importorskip("llama_cpp")
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF weights")
+    folder = StateFolder(tmp_path / "states", str(model), 2048, 1, limit_bytes=25_000)
+    folder.save([1], _state(10_000))
+    folder.save([2], _state(10_000))
+    loaded = folder.load([1])  # used again: now the most recent
+    assert loaded is not None and loaded.llama_state == bytes(10_000) and loaded.seed == 7
+    folder.save([3], _state(10_000))
+    assert folder.load([2]) is None
+    assert folder.load([1]) is not None and folder.load([3]) is not None
+    assert sum(p.stat().st_size for p in (tmp_path / "states").iterdir()) <= 25_000
+
+
+def test_where_the_states_are_kept_follows_the_environment(tmp_path: Path):
+    home = {"HOME": str(tmp_path)}
+    assert states_folder(home) == tmp_path / ".cache" / "treadwise" / "llama-states"
+    cache = {**home, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert states_folder(cache) == tmp_path / "xdg" / "treadwise" / "llama-states"
+    assert states_folder({**cache, "TREADWISE_LOCAL_STATE_DIR": str(tmp_path / "s")}) == \
+        tmp_path / "s"
+    assert states_folder({**cache, "TREADWISE_LOCAL_STATE_DIR": " OFF "}) is None
