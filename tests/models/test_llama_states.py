@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from treadwise.agent.prompts import build_system_prompt
 from treadwise.models.llama_states import StateFolder
 from treadwise.models.llamacpp import Generation, LlamaEngine
 from treadwise.models.local import model_path, states_folder
+from treadwise.models.local_chat import LocalChatModel
 from treadwise.personas import get_persona
 
 N_CTX = 2048
@@ -41,7 +43,7 @@ def new_engine(gguf: str, folder: Path) -> tuple[LlamaEngine, list[int]]:
 
 def reply(engine: LlamaEngine) -> str:
     return "".join(engine.generate([SYSTEM, USER], max_tokens=16, temperature=0.0, seed=3,
-                                   timeout_s=300, stats=Generation()))
+                                   timeout_s=300, stats=Generation(), shared=True))
 
 
 def test_a_new_engine_reads_only_what_is_new_and_replies_the_same(gguf: str, tmp_path: Path):
@@ -70,6 +72,33 @@ def test_a_damaged_state_is_read_again_and_replaced(gguf: str, tmp_path: Path):
         assert again.states.load(head) is not None  # saved afresh, whole
         again.llm.close()
     first.llm.close()
+
+
+def kept_texts(engine: LlamaEngine, folder: Path) -> list[str]:
+    """The text of every block kept on disk."""
+    return [engine.llm.detokenize(np.load(path)["tokens"].tolist()).decode(errors="replace")
+            for path in folder.glob("*.npz")]
+
+
+def test_only_blocks_without_conversation_text_reach_the_disk(gguf: str, tmp_path: Path,
+                                                               monkeypatch):
+    """The persona's own system block is kept; a system message whose who-speaks text is not
+    the persona's (a custom prompt, where a strategy's plan, written by the model from the
+    customer's words, may say who speaks) is never put on disk."""
+    engine, _ = new_engine(gguf, tmp_path / "states")
+    monkeypatch.setattr("treadwise.models.local_chat.engine", lambda *args: engine)
+    model = LocalChatModel(model_path=gguf, n_ctx=N_CTX, max_tokens=4, decoding="free",
+                           routing="none", state_dir=str(tmp_path / "states"))
+    friendly = get_persona("friendly")
+    own = build_system_prompt(friendly)
+    model.invoke([SystemMessage(own), HumanMessage("hello")], persona=friendly)
+    kept = kept_texts(engine, tmp_path / "states")
+    assert kept and all(friendly.name in text for text in kept)
+    plan = f"You are to save the lead ana@fleetco.com, as the customer asked.\n\n{own}"
+    model.invoke([SystemMessage(plan), HumanMessage("hello")], persona=friendly)
+    assert len(kept_texts(engine, tmp_path / "states")) == len(kept)
+    assert not [t for t in kept_texts(engine, tmp_path / "states") if "ana@" in t]
+    engine.llm.close()
 
 
 def test_an_unwritable_folder_costs_nothing_but_the_saving(gguf: str, tmp_path: Path):

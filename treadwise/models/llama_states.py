@@ -8,6 +8,11 @@ llama.cpp's own save gave, so replies are what the block's evaluation would have
 files are plain arrays (numpy's format without pickles): a file that does not read back is
 deleted and the block is read again. Nothing here may fail a turn: a folder that cannot be
 written is simply not used.
+
+Only first blocks that hold nothing from a conversation come here (LlamaEngine.generate's
+`shared`): the tool lists and packaged examples of the pick and arguments steps, and the
+persona's own who-speaks text (local_turn.speaker_is_the_persona). What a customer wrote never
+reaches this folder, so erasing a customer has nothing to find in it.
 """
 
 from __future__ import annotations

@@ -147,10 +147,12 @@ class LlamaEngine:
     def generate(self, blocks: Sequence[str], *, max_tokens: int, temperature: float,
                  seed: int | None, timeout_s: float, stats: Generation,
                  sampling: Sampling | None = None,
-                 constraint: Constraint | None = None) -> Generator[str, None, None]:
+                 constraint: Constraint | None = None,
+                 shared: bool = False) -> Generator[str, None, None]:
         """Yield the reply to the prompt ``blocks`` piece by piece (the first block is the
         system block), held to ``constraint`` if given; ``stats`` holds the counts when it
-        ends."""
+        ends. ``shared``: the first block holds nothing from a conversation, so its state may
+        be kept on disk for other processes (and taken from there)."""
         deadline = time.monotonic() + timeout_s
         tokens = [self.block_tokens(b) for b in blocks]
         stats.prompt_tokens = sum(map(len, tokens))
@@ -162,7 +164,7 @@ class LlamaEngine:
         if not self.lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise LocalTimeout(f"the local model was busy for {timeout_s:g} s")
         try:
-            self._load_prompt(tokens, deadline)
+            self._load_prompt(tokens, deadline, shared)
             yield from self._sample(min(max_tokens, room), temperature, seed,
                                     sampling or Sampling(), deadline, stats, constraint)
         except RuntimeError as exc:
@@ -171,7 +173,8 @@ class LlamaEngine:
         finally:
             self.lock.release()
 
-    def _load_prompt(self, blocks: list[tuple[int, ...]], deadline: float) -> None:
+    def _load_prompt(self, blocks: list[tuple[int, ...]], deadline: float,
+                     shared: bool = False) -> None:
         """Evaluate the prompt block by block, keeping the leading blocks already evaluated.
 
         Each block is evaluated on its own, starting where the blocks before it end, whether
@@ -191,7 +194,7 @@ class LlamaEngine:
                 # on, so moving this public counter back is how a kept prefix is reused.
                 self.llm.n_tokens = sum(map(len, self._live))
             else:
-                self._start(blocks[0], deadline)
+                self._start(blocks[0], deadline, shared)
                 keep = 1
             for block in blocks[keep:]:
                 self._eval(list(block), deadline)
@@ -200,11 +203,12 @@ class LlamaEngine:
             self._live = []
             raise
 
-    def _start(self, head: tuple[int, ...], deadline: float) -> None:
+    def _start(self, head: tuple[int, ...], deadline: float, shared: bool = False) -> None:
         self._live = []
+        states = self.states if shared else None
         saved = self._saved.pop(head, None)
-        if saved is None and self.states is not None:
-            saved = self.states.load(head)
+        if saved is None and states is not None:
+            saved = states.load(head)
         if saved is not None:
             self._saved[head] = saved  # most recently used last
             self.llm.load_state(saved)
@@ -212,8 +216,8 @@ class LlamaEngine:
             self.llm.reset()
             self._eval(list(head), deadline)
             self._save(head)
-            if self.states is not None:
-                self.states.save(head, self._saved[head])
+            if states is not None:
+                states.save(head, self._saved[head])
         self._live = [head]
 
     def _save(self, key: tuple[int, ...]) -> None:

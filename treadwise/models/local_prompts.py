@@ -49,6 +49,11 @@ def _paragraphs(system: str) -> list[str]:
     return who[:2] or paragraphs[:1]
 
 
+def speakers(system: str) -> list[str]:
+    """The paragraphs of the system prompt that the local prompts take who speaks from."""
+    return _paragraphs(system)
+
+
 def essentials(system: str, count: Callable[[str], int]) -> str:
     """Who speaks (cut to ESSENTIAL_TOKENS, whole sentences) and the local rules."""
     kept = ""
