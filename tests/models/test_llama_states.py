@@ -4,6 +4,8 @@ reply; the folder keeps to its cap."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -139,8 +141,10 @@ def test_the_folder_keeps_to_its_cap_dropping_the_least_recently_used(tmp_path: 
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF weights")
     folder = StateFolder(tmp_path / "states", str(model), 2048, 1, limit_bytes=25_000)
-    folder.save([1], _state(10_000))
-    folder.save([2], _state(10_000))
+    # Saved a minute and half a minute ago (file times are only as fine as the kernel's tick).
+    for tokens, age in (([1], 60), ([2], 30)):
+        folder.save(tokens, _state(10_000))
+        os.utime(folder.path(tokens), (time.time() - age,) * 2)
     loaded = folder.load([1])  # used again: now the most recent
     assert loaded is not None and loaded.llama_state == bytes(10_000) and loaded.seed == 7
     folder.save([3], _state(10_000))

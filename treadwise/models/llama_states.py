@@ -11,7 +11,7 @@ written is simply not used.
 
 Only first blocks that hold nothing from a conversation come here (LlamaEngine.generate's
 `shared`): the tool lists and packaged examples of the pick and arguments steps, and the
-persona's own who-speaks text (local_turn.speaker_is_the_persona). What a customer wrote never
+persona's own who-speaks text (local_prompts.persona_speaks). What a customer wrote never
 reaches this folder, so erasing a customer has nothing to find in it.
 """
 

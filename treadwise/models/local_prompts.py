@@ -49,9 +49,15 @@ def _paragraphs(system: str) -> list[str]:
     return who[:2] or paragraphs[:1]
 
 
-def speakers(system: str) -> list[str]:
-    """The paragraphs of the system prompt that the local prompts take who speaks from."""
-    return _paragraphs(system)
+def persona_speaks(system: str, persona: Any) -> bool:
+    """Whether who speaks in `system` (what the call, answer and prose steps' first block
+    takes from it) is the persona's own text. A strategy's plan, which the model wrote from the
+    customer's words, may also sit in a system message, and a custom prompt may put it first."""
+    if not (hasattr(persona, "name") and hasattr(persona, "style")):
+        return False
+    from treadwise.agent.prompts import build_system_prompt
+
+    return _paragraphs(system) == _paragraphs(build_system_prompt(persona))
 
 
 def essentials(system: str, count: Callable[[str], int]) -> str:

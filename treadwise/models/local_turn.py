@@ -159,20 +159,10 @@ class LocalTurn:
             blocks, max_tokens=max_tokens, temperature=o.temperature, seed=o.seed,
             timeout_s=max(0.0, self.deadline - time.monotonic()), stats=record.stats,
             sampling=Sampling(repeat_penalty=penalty), constraint=constraint,
-            shared=step in ("pick", "arguments") or self.speaker_is_the_persona)
-
-    @cached_property
-    def speaker_is_the_persona(self) -> bool:
-        """Whether who speaks in the system message (the first block of the call, answer and
-        prose steps) is the persona's own text. Only then may that block be kept on disk for
-        other processes: a strategy's plan, which the model wrote from the customer's words,
-        may also sit in the system message. The pick and arguments steps' first blocks hold
-        only the tools and packaged examples."""
-        if not (hasattr(self.persona, "name") and hasattr(self.persona, "style")):
-            return False
-        from treadwise.agent.prompts import build_system_prompt
-
-        return prompts.speakers(self.system) == prompts.speakers(build_system_prompt(self.persona))
+            # On disk for other processes only a first block with nothing from the conversation:
+            # the pick and arguments steps' (tools, examples), or the persona's own who-speaks.
+            shared=step in ("pick", "arguments")
+            or prompts.persona_speaks(self.system, self.persona))
 
     def _count(self, text: str) -> int:
         return len(self.engine.block_tokens(text))
