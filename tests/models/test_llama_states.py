@@ -153,7 +153,7 @@ def test_the_folder_keeps_to_its_cap_dropping_the_least_recently_used(tmp_path: 
     assert sum(p.stat().st_size for p in (tmp_path / "states").iterdir()) <= 25_000
 
 
-def test_where_the_states_are_kept_follows_the_environment(tmp_path: Path):
+def test_where_the_states_are_kept_follows_the_environment(tmp_path: Path, monkeypatch):
     home = {"HOME": str(tmp_path)}
     assert states_folder(home) == tmp_path / ".cache" / "treadwise" / "llama-states"
     cache = {**home, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
@@ -161,3 +161,6 @@ def test_where_the_states_are_kept_follows_the_environment(tmp_path: Path):
     assert states_folder({**cache, "TREADWISE_LOCAL_STATE_DIR": str(tmp_path / "s")}) == \
         tmp_path / "s"
     assert states_folder({**cache, "TREADWISE_LOCAL_STATE_DIR": " OFF "}) is None
+    # No HOME and no account to find one from: nowhere, rather than a folder named "~".
+    monkeypatch.setattr("os.path.expanduser", lambda path: path)
+    assert states_folder({}) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,14 +171,18 @@ def max_tokens_from(env: Mapping[str, str]) -> int:
 def states_folder(env: Mapping[str, str]) -> Path | None:
     """Where a local model keeps the system blocks it has read (models/llama_states.py):
     TREADWISE_LOCAL_STATE_DIR, else $XDG_CACHE_HOME (or ~/.cache)/treadwise/llama-states;
-    None when that variable is "off"."""
+    None when that variable is "off" or there is no home to keep them in."""
     chosen = env.get("TREADWISE_LOCAL_STATE_DIR", "").strip()
     if chosen.lower() == "off":
         return None
     if chosen:
         return Path(chosen).expanduser()
-    cache = env.get("XDG_CACHE_HOME", "").strip() or str(
-        Path(env.get("HOME") or Path.home()) / ".cache")
+    cache = env.get("XDG_CACHE_HOME", "").strip()
+    if not cache:
+        home = env.get("HOME", "").strip() or os.path.expanduser("~")
+        if not os.path.isabs(home):  # no HOME and no account entry: "~" comes back
+            return None
+        cache = os.path.join(home, ".cache")
     return Path(cache) / "treadwise" / "llama-states"
 
 
