@@ -78,6 +78,7 @@ class StateFolder:
         """Keep `state` (after exactly `tokens`), then trim the folder to its cap."""
         import numpy as np
 
+        temporary = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".part")
@@ -89,8 +90,9 @@ class StateFolder:
                                                    count=state.llama_state_size))
             os.replace(temporary, self.path(tokens))  # whole or absent, also for readers
         except OSError:
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(temporary)
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
             return
         self.trim()
 

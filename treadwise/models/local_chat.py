@@ -37,8 +37,8 @@ class LocalChatModel(BaseChatModel):
     max_tokens: int = 256
     n_ctx: int = DEFAULT_N_CTX
     threads: int = 0  # llama.cpp threads (Settings.local_threads); 0: half the cores
-    # Where read system blocks are kept for other processes (Settings.local_states_folder);
-    # empty: nowhere.
+    # Where read system blocks are kept for other processes (local.states_folder, from
+    # TREADWISE_LOCAL_STATE_DIR); empty: nowhere.
     state_dir: str = ""
     timeout_s: float = 60.0
     repeat_penalty: float = Sampling.repeat_penalty

@@ -25,6 +25,8 @@ from functools import lru_cache
 
 # Variation selectors and the combining grapheme joiner are invisible too.
 _INVISIBLE = re.compile("[\u034f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+# Runs of characters outside ASCII: only these need folding a cluster at a time.
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,6 @@ def fold(text: str, *, case: bool = True, lookalikes: bool = False) -> Folded:
     _fold_ascii(text, done, len(text), case, out, spans)
     return Folded("".join(out), text, tuple(spans))
 
-
-_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def _fold_ascii(text: str, start: int, end: int, case: bool, out: list[str],
