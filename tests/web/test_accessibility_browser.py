@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.chromium import POLL_MS, new_page
+from tests.support.chromium import POLL_MS, close_page, new_page
 from tests.support.page_views import (
     VIEW_IDS,
     VIEWS,
@@ -83,7 +83,7 @@ def chat(app: str, browser: Any) -> Iterator[Any]:
                            arg=plot.element_handle())
     page.locator("#chat .thought-group .title").first.click()  # a step opened, one closed
     yield page
-    page.context.close()
+    close_page(page)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def experiments(app: str, browser: Any) -> Iterator[Any]:
     page.locator("#transcript-view .tw-check-pass, #transcript-view .tw-check-fail") \
         .first.wait_for()
     yield page
-    page.context.close()
+    close_page(page)
 
 
 @pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
@@ -184,4 +184,4 @@ def test_asking_stopping_retrying_and_exporting_with_the_keyboard_alone(app, bro
         exported = Path(download.value.path()).read_text(encoding="utf-8")
         assert "Wait for me" in exported and "Done waiting." in exported
     finally:
-        page.context.close()
+        close_page(page)

@@ -27,7 +27,8 @@ pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 
 @pytest.fixture
 def page(browser) -> Iterator[object]:
-    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+    # A context of its own: the tests listen to the page's requests and dialogs.
+    page = new_page(browser, viewport={"width": 1400, "height": 1000}, own_context=True)
     yield page
     page.context.close()
 

@@ -20,7 +20,7 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
-from tests.support.chromium import POLL_MS, new_page, settled
+from tests.support.chromium import POLL_MS, close_page, new_page, settled
 from tests.support.loopback import OpenAIServer, Reply, scripted
 from tests.support.page_views import OVERFLOWING, VIEW_IDS, VIEWS, dropdowns_in_view, show
 from tests.support.webapp import serve_in_process
@@ -79,7 +79,7 @@ def page(app, browser) -> Iterator[Any]:
     page = new_page(browser, TIMEOUT_MS, viewport={"width": 1280, "height": 900})
     open_chat(page, app[0])
     yield page
-    page.context.close()
+    close_page(page)
 
 
 def open_chat(page, url: str) -> None:
@@ -293,7 +293,7 @@ def long_words(app, browser) -> Iterator[Any]:
         wait_for_reply(page, count)
     box(page).fill(UNBROKEN[0])  # and one in the box, not sent
     yield page
-    page.context.close()
+    close_page(page)
 
 
 @pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
@@ -317,7 +317,7 @@ def picked(app, browser) -> Iterator[Any]:
     page.get_by_role("option", name="local:smollm2 (local LLM)").click()
     page.keyboard.press("Escape")
     yield page
-    page.context.close()
+    close_page(page)
 
 
 @pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)

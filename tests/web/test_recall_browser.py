@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.chromium import POLL_MS, new_page
+from tests.support.chromium import POLL_MS, close_page, new_page
 from tests.support.page_views import VIEW_IDS, VIEWS, page_scrolls_sideways
 from tests.support.webapp import serve_in_process
 from treadwise.agent import Agent
@@ -64,4 +64,4 @@ def test_what_did_i_just_ask_is_answered_with_the_question(app, browser, width, 
         assert overflow <= 1, overflow
         assert not page_scrolls_sideways(page)
     finally:
-        page.context.close()
+        close_page(page)

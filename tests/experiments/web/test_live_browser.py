@@ -9,7 +9,7 @@ from pathlib import Path
 
 from experiments.live.definition import parse_experiment
 from experiments.live.store import SqliteLiveStore
-from tests.support.chromium import POLL_MS, new_page
+from tests.support.chromium import POLL_MS, close_page, new_page
 from tests.support.page_views import VIEWS, show
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
@@ -66,7 +66,7 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
         (again,) = until(ratings, "a rating after the reload")
         page.locator("#live-score-pick label", has_text="4").click()
         page.locator("#live-score-status", has_text="score 4 is saved").wait_for()
-        page.context.close()
+        close_page(page)
     assert (again["visitor"], again["arm"], again["value"]) == (
         rating["visitor"], rating["arm"], -1.0), "a reload changed the visitor or the arm"
     assert len(store.assignments("tone")) == 1
@@ -98,7 +98,7 @@ def test_side_by_side_in_the_browser_names_the_arms_only_after_the_pick(
         second = page.locator("#sbs-answer-2 .tw-footer").last.inner_text()
         pickers = picked_in_every_view(page)
         report = report_in_every_view(page)
-        page.context.close()
+        close_page(page)
     assert pick["winner"] == pick["arm_b"]
     assert {"warm": "Friendly", "exact": "Technical"}[pick["arm_b"]] in second
     for view, (note, enabled) in pickers.items():

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.chromium import new_page, settled
+from tests.support.chromium import close_page, new_page, settled
 from tests.support.page_views import VIEW_IDS, VIEWS, dropdowns_in_view
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
@@ -70,7 +70,7 @@ def page(app, browser) -> Iterator[Any]:
     page.get_by_role("tab", name="Experiments").click()
     page.locator("#sweep-start").wait_for()
     yield page
-    page.context.close()
+    close_page(page)
 
 
 def sweep(page, cases: int, until: str = "finished") -> str:
@@ -157,7 +157,7 @@ def pickers(app, browser) -> Iterator[Any]:
     page.locator("#transcript-view .tw-check-fail, #transcript-view .tw-check-pass") \
         .first.wait_for()
     yield page
-    page.context.close()
+    close_page(page)
 
 
 @pytest.mark.parametrize("width, scheme", VIEWS, ids=VIEW_IDS)
