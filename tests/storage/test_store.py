@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import resource
 import signal
@@ -16,12 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.tools import ToolException
 
+from tests.support.forks import small_forks
 from treadwise.storage.memory import open_checkpointer
 from treadwise.storage.sqlite import InvalidLead, Store, StoreUnavailable, validate_email
 from treadwise.tools import ToolContext
 from treadwise.tools.business import business_tools
 
-FORK = multiprocessing.get_context("fork")
+FORK = small_forks(__name__)
 
 
 def _db(data_dir: Path) -> sqlite3.Connection:

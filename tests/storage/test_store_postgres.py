@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import psycopg
 import pytest
 from langchain_core.tools import ToolException
 
+from tests.support.forks import small_forks
 from tests.support.postgres_cluster import PASSWORD
 from tests.support.webapp import free_port
 from treadwise.agent import Agent
@@ -30,7 +30,7 @@ from treadwise.storage.postgres import PostgresStore, close_pools, connection_kw
 from treadwise.tools import ToolContext
 from treadwise.tools.business import business_tools
 
-FORK = multiprocessing.get_context("fork")
+FORK = small_forks(__name__)
 REPO = Path(__file__).resolve().parents[2]
 
 
