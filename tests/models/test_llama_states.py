@@ -22,6 +22,9 @@ from treadwise.personas import get_persona
 N_CTX = 2048
 SYSTEM = f"<|im_start|>system\n{build_system_prompt(get_persona('friendly'))}<|im_end|>\n"
 USER = "<|im_start|>user\nWhat are your opening hours?<|im_end|>\n<|im_start|>assistant\n"
+# A short system block for the tests about damage and unwritable folders: a block of any length
+# is kept the same way, and the persona's (over 500 tokens) costs seconds each time it is read.
+SHORT = "<|im_start|>system\nYou are the TreadWise Tire Co. assistant.<|im_end|>\n"
 
 
 @pytest.fixture
@@ -43,8 +46,8 @@ def new_engine(gguf: str, folder: Path) -> tuple[LlamaEngine, list[int]]:
     return engine, read
 
 
-def reply(engine: LlamaEngine) -> str:
-    return "".join(engine.generate([SYSTEM, USER], max_tokens=16, temperature=0.0, seed=3,
+def reply(engine: LlamaEngine, system: str = SYSTEM) -> str:
+    return "".join(engine.generate([system, USER], max_tokens=16, temperature=0.0, seed=3,
                                    timeout_s=300, stats=Generation(), shared=True))
 
 
@@ -62,15 +65,15 @@ def test_a_new_engine_reads_only_what_is_new_and_replies_the_same(gguf: str, tmp
 
 def test_a_damaged_state_is_read_again_and_replaced(gguf: str, tmp_path: Path):
     first, _ = new_engine(gguf, tmp_path / "states")
-    said = reply(first)
-    head = first.block_tokens(SYSTEM)
+    said = reply(first, SHORT)
+    head = first.block_tokens(SHORT)
     (saved,) = (tmp_path / "states").glob("*.npz")
     assert saved == first.states.path(head)
     for damage in (saved.read_bytes()[:5000], b"not a saved state"):
         saved.write_bytes(damage)
         again, read = new_engine(gguf, tmp_path / "states")
-        assert reply(again) == said
-        assert sum(read) == len(first.tokens(SYSTEM)) + len(first.tokens(USER))
+        assert reply(again, SHORT) == said
+        assert sum(read) == len(head) + len(first.tokens(USER))
         assert again.states.load(head) is not None  # saved afresh, whole
         again.llm.close()
     first.llm.close()
@@ -107,7 +110,7 @@ def test_an_unwritable_folder_costs_nothing_but_the_saving(gguf: str, tmp_path: 
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
     engine, _ = new_engine(gguf, blocked)
-    assert reply(engine).strip()
+    assert reply(engine, SHORT).strip()
     assert blocked.read_text() == "not a folder"
     engine.llm.close()
 
