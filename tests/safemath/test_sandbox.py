@@ -198,3 +198,38 @@ def test_random_text_through_the_worker_answers_or_refuses(engine: MathEngine, t
         assert str(exc) and "Traceback" not in str(exc)
     else:
         assert isinstance(result.statement, str) and " = " in result.statement
+
+
+MISSED_ALARM = """
+import sys, weakref
+from treadwise.safemath.jobs import OutOfTime, drop_missed_alarm
+if sys.argv[1] == "worker":
+    sys.unraisablehook = drop_missed_alarm  # as template_main sets it for every worker
+
+class Held:
+    pass
+
+def ring(_):  # the step alarm landing in a weakref callback, where Python cannot raise it
+    raise OutOfTime
+
+def broken(_):
+    raise ValueError("a real fault")
+
+a, b = Held(), Held()
+kept = [weakref.ref(a, ring), weakref.ref(b, broken)]
+del a, b
+"""
+
+
+@pytest.mark.parametrize("hook", ["worker", "python"])
+def test_an_alarm_that_rang_in_a_callback_leaves_no_traceback_in_the_log(hook: str) -> None:
+    """The step alarm rings again every 50 ms, so one Python could not raise is not a fault:
+    the worker's log (the server's) shows none of it, and still shows any other exception."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", MISSED_ALARM, hook], capture_output=True,
+                          text=True, timeout=120, cwd=Path(treadwise.safemath.__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert "ValueError: a real fault" in done.stderr
+    assert ("OutOfTime" in done.stderr) == (hook == "python")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -91,6 +92,14 @@ def _too_slow(timeout_s: float) -> str:
 
 def _failed(exc: BaseException) -> str:
     return f"could not compute this ({type(exc).__name__}); try rewriting the expression"
+
+
+def drop_missed_alarm(unraisable: Any) -> None:
+    """sys.unraisablehook for the workers: an alarm that rang inside a callback Python cannot
+    raise from (a weakref's, a __del__) is printed as "Exception ignored" with a traceback, and
+    attempt()'s next ring, 50 ms later, ends the step anyway; anything else is reported."""
+    if not isinstance(unraisable.exc_value, OutOfTime):
+        sys.__unraisablehook__(unraisable)
 
 
 def attempt(step: Callable[[], T], share: float = 1.0) -> T | None:

@@ -9,6 +9,7 @@ import resource
 import signal
 import socket
 import struct
+import sys
 import traceback
 import warnings
 from dataclasses import dataclass
@@ -44,6 +45,9 @@ def template_main(fd: int, memory_bytes: int, file_bytes: int) -> None:
     # Ignoring SIGCHLD makes the kernel reap exited workers at once: no zombies.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     warnings.simplefilter("ignore")
+    from treadwise.safemath.jobs import drop_missed_alarm
+
+    sys.unraisablehook = drop_missed_alarm  # no traceback in the server's log for a handled ring
     # Math yields the CPU to the process serving people: a crowd of slow solves must not slow
     # every other turn's replies (the workers forked from here inherit it).
     os.nice(NICENESS)
