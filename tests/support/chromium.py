@@ -122,8 +122,8 @@ SHARED = SharedBrowser()
 @pytest.fixture(scope="module")
 def browser(chromium: str) -> Any:
     """Debian's Chromium, shared with the browser tests before and after this module's (open
-    pages with new_page). Every test of a module using it uses it, so it
-    stays up from the module's first test to its last."""
+    pages with new_page). Every test of a module using it uses it, so it stays up from the
+    module's first test to its last."""
     return SHARED.get(chromium)
 
 
@@ -140,7 +140,7 @@ def new_page(browser: Any, timeout_ms: int = TIMEOUT_MS, *, own_context: bool = 
     it with close_page().
 
     A page an earlier test left is emptied and given again: a new context costs Chromium a new
-    renderer, about 2.4 s of CPU for the app's page against 0.8 s in a kept one. A test that
+    renderer, about 2.4 s of CPU for the app's page against 0.9 s in a kept one. A test that
     adds its own event listeners, or asks for more than the view (viewport, colour scheme,
     reduced motion), gets a context of its own (own_context=True)."""
     if own_context or set(options) - PAGE_OPTIONS or options.get("accept_downloads") is False \
