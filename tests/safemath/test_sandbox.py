@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -225,9 +227,6 @@ del a, b
 def test_an_alarm_that_rang_in_a_callback_leaves_no_traceback_in_the_log(hook: str) -> None:
     """The step alarm rings again every 50 ms, so one Python could not raise is not a fault:
     the worker's log (the server's) shows none of it, and still shows any other exception."""
-    import subprocess
-    import sys
-
     done = subprocess.run([sys.executable, "-c", MISSED_ALARM, hook], capture_output=True,
                           text=True, timeout=120, cwd=Path(treadwise.safemath.__file__).parents[2])
     assert done.returncode == 0, done.stderr
