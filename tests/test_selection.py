@@ -64,3 +64,55 @@ def test_the_quick_run_still_covers_every_folder_of_tests(quick: Selection) -> N
                if "support" not in path.parts}
     covered = {(REPO / nodeid.split("::")[0]).parent for nodeid in quick}
     assert folders <= covered, sorted(str(f.relative_to(REPO)) for f in folders - covered)
+
+
+PROBE = '''
+import pytest
+
+
+@pytest.fixture
+def built_on_dask(dask_cluster):
+    return dask_cluster
+
+
+def test_unmarked_asks_at_run_time(request):
+    request.getfixturevalue("dask_cluster")
+
+
+def test_unmarked_asks_for_a_fixture_built_on_one(request):
+    request.getfixturevalue("built_on_dask")
+
+
+def test_unmarked_starts_one_by_hand(tmp_path):
+    from tests.support.dask_cluster import LoopbackCluster
+
+    LoopbackCluster(tmp_path).start({"w": {}})
+
+
+@pytest.mark.parametrize("kind", [pytest.param("dask", marks=pytest.mark.cluster)])
+def test_a_marked_parameter_may_ask(kind, request):
+    assert request.getfixturevalue("built_on_dask") is not None
+'''
+
+
+def test_a_service_reached_around_the_fixtures_fails_unless_the_test_is_marked(
+        tmp_path) -> None:
+    """Markers follow the fixtures a test names; asking for one at run time or starting a
+    service by hand is checked as the test runs (tests/support/service_guard.py)."""
+    (tmp_path / "test_probe.py").write_text(PROBE)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "tests.conftest",
+         "-p", "no:cacheprovider", "test_probe.py", "-W",
+         "ignore::pytest.PytestUnknownMarkWarning", "-rA"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"})
+    out = done.stdout
+    assert "3 failed, 1 passed" in out, out[-3000:]
+    assert "PASSED test_probe.py::test_a_marked_parameter_may_ask[dask]" in out, out[-3000:]
+    for name, said in [("test_unmarked_asks_at_run_time", "asks for `dask_cluster`"),
+                       ("test_unmarked_asks_for_a_fixture_built_on_one",
+                        "asks for `built_on_dask`"),
+                       ("test_unmarked_starts_one_by_hand", "starts cluster")]:
+        line = next(line for line in out.splitlines() if f"FAILED test_probe.py::{name}" in line)
+        assert said in line and "is not marked `cluster`" in line, line
+    assert "scheduler" not in out  # refused before any process started

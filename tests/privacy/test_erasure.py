@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
+from tests.conftest import BACKENDS
 from tests.support.cli import treadwise
 from treadwise.agent import Agent
 from treadwise.settings import Settings
@@ -166,7 +167,7 @@ def test_the_purge_command_needs_a_number_of_days(data_dir) -> None:
     assert bad.returncode == 2 and "TREADWISE_RETENTION_DAYS" in bad.stderr
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_no_oracle_another_visitor_is_told_the_same(backend, request, data_dir) -> None:
     url = request.getfixturevalue("database_url") if backend == "postgres" else None
     agent = agent_for(Settings(data_dir=data_dir, database_url=url))

@@ -1,29 +1,67 @@
-"""Launching a service (PostgreSQL, the local model, Dask, Chromium) is allowed only after its
-fixture ran in this process, so a test that starts one by hand cannot hide in `-m quick`."""
+"""A test may use a service (PostgreSQL, the local model, Dask, Chromium) only if it carries
+the service's marker, so none can hide in `-m quick`.
+
+The fixtures put the marker on every test that names them (tests/conftest.py). Two ways round
+that are checked while each test runs: starting a service by hand, and asking for a service's
+fixture at run time (`request.getfixturevalue`), which no marker follows. Both fail the test
+unless it carries the marker (a parameter that needs a service marks itself:
+`pytest.param("postgres", marks=pytest.mark.postgres)`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 
 FIXTURE = {"postgres": "postgres_cluster", "local_model": "local_model",
-           "cluster": "dask_cluster", "browser": "chromium"}
+           "cluster": "dask_cluster", "browser": "chromium", "install": "fresh_venv"}
 
 
-def _guarded(original: Callable[..., Any], service: str, started: set[str]) -> Callable[..., Any]:
+def _refuse(what: str, service: str) -> None:
+    pytest.fail(f"this test {what} but is not marked `{service}`: request the "
+                f"`{FIXTURE[service]}` fixture (or a fixture built on it) by name, or mark the "
+                f"parameter that needs it, so the test is left out of `-m quick`", pytrace=False)
+
+
+def _guarded(original: Callable[..., Any], service: str,
+             marked: Callable[[], set[str]]) -> Callable[..., Any]:
     @functools.wraps(original)
     def launch(*args: Any, **kwargs: Any) -> Any:
-        if service not in started:
-            pytest.fail(f"this test starts {service} without the `{FIXTURE[service]}` fixture: "
-                        f"request the fixture so the test is marked `{service}` (and left out "
-                        "of `-m quick`)", pytrace=False)
+        if service not in marked():
+            _refuse(f"starts {service}", service)
         return original(*args, **kwargs)
 
     return launch
+
+
+def _services(request: pytest.FixtureRequest, argname: str,
+              services: Mapping[str, str]) -> set[str]:
+    """The services the fixture `argname` uses, itself or through the fixtures it requests."""
+    manager = request._fixturemanager  # pytest has no public lookup of a fixture's closure
+    seen: set[str] = set()
+    todo = [argname]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            for fixturedef in manager.getfixturedefs(name, request.node) or ():
+                todo.extend(fixturedef.argnames)
+    return {services[name] for name in seen if name in services}
+
+
+def _checked(original: Callable[..., Any], services: Mapping[str, str],
+             marked: Callable[[], set[str]]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def getfixturevalue(request: pytest.FixtureRequest, argname: str) -> Any:
+        for service in sorted(_services(request, argname, services) - marked()):
+            _refuse(f"asks for `{argname}` at run time, which uses {service},", service)
+        return original(request, argname)
+
+    return getfixturevalue
 
 
 def _targets() -> Iterator[tuple[Any, str, str]]:
@@ -49,9 +87,15 @@ def _targets() -> Iterator[tuple[Any, str, str]]:
 
 
 @contextlib.contextmanager
-def guarding(started: set[str]) -> Iterator[None]:
-    """Wrap every launcher while the block runs; `started` names the services whose fixture ran."""
+def guarding(services: Mapping[str, str], marked: Callable[[], set[str]]) -> Iterator[None]:
+    """Check every launcher and run-time fixture request while the block runs.
+
+    `services` maps each service fixture to its marker; `marked()` gives the markers of the
+    test running now.
+    """
     with pytest.MonkeyPatch.context() as patch:
         for owner, name, service in _targets():
-            patch.setattr(owner, name, _guarded(getattr(owner, name), service, started))
+            patch.setattr(owner, name, _guarded(getattr(owner, name), service, marked))
+        patch.setattr(pytest.FixtureRequest, "getfixturevalue",
+                      _checked(pytest.FixtureRequest.getfixturevalue, services, marked))
         yield

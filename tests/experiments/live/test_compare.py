@@ -22,6 +22,7 @@ from experiments.live.store import (
     SqliteLiveStore,
     open_live_store,
 )
+from tests.conftest import BACKENDS
 from tests.support.webapp import chat_text, loopback_client, serve_in_process
 from treadwise.settings import Settings
 
@@ -57,7 +58,7 @@ def test_pairs_are_two_different_arms_in_either_order() -> None:
     assert len(pairs) == 6 and min(pairs.values()) > 400  # every ordered pair, about evenly
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> LiveStore:
     if request.param == "sqlite":
         return SqliteLiveStore(tmp_path / "live")
@@ -208,7 +209,7 @@ def test_the_visitor_bootstrap_covers_known_strengths_for_every_pair_at_once() -
     assert all(rate < 0.85 for rate in naive.values()), naive
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_pick_in_the_app_is_stored_against_the_arms_shown(
         backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     data_dir, database_url = tmp_path / "data", None

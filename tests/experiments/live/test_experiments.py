@@ -15,6 +15,7 @@ from experiments.live.definition import EXAMPLE, LiveError, parse_experiment
 from experiments.live.report import analyse, events_csv, report
 from experiments.live.sequential import difference_interval, halfwidth, rate_interval
 from experiments.live.store import LiveStore, PostgresLiveStore, SqliteLiveStore
+from tests.conftest import BACKENDS
 
 TWO_ARMS = {"name": "ab", "arms": [{"name": "a", "persona": "friendly"},
                                    {"name": "b", "persona": "technical"}]}
@@ -59,7 +60,7 @@ def test_arms_are_sticky_and_follow_the_weights() -> None:
                for n in range(50))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> LiveStore:
     if request.param == "sqlite":
         return SqliteLiveStore(tmp_path / "live")
