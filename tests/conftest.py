@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -223,6 +224,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     and a second worker per core runs while the first waits. Measured on 2 cores, the whole
     suite: 601 s with 4 workers against 851 s with 2 (DEVELOPING.md)."""
     return 2 * (os.cpu_count() or 1)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Collection leaves each process half a million long-lived objects (the imported
+    libraries, the collected tests): frozen, the garbage collector stops walking them on every
+    full collection of the run and in the five pytest makes at its end. Objects the tests make
+    are collected as before. Measured on 2 cores, the quick run: 172 -> 157 core-seconds."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
