@@ -206,16 +206,16 @@ SERVICE_MARKERS = frozenset(SERVICE_FIXTURES.values())
 # parameter (request.getfixturevalue) is then left out of `-m quick` (see the guard below).
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 # The service markers of the test running now, for the guard below.
-_RUNNING: dict[str, set[str]] = {"markers": set()}
+_RUNNING: set[str] = set()
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
-    _RUNNING["markers"] = {mark.name for mark in item.iter_markers()} & SERVICE_MARKERS
+    _RUNNING.update({mark.name for mark in item.iter_markers()} & SERVICE_MARKERS)
     try:
         return (yield)
     finally:
-        _RUNNING["markers"] = set()
+        _RUNNING.clear()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -261,5 +261,5 @@ def services_only_through_their_fixtures():
     slowing the quick run (tests/support/service_guard.py)."""
     from tests.support import service_guard
 
-    with service_guard.guarding(SERVICE_FIXTURES, lambda: set(_RUNNING["markers"])):
+    with service_guard.guarding(SERVICE_FIXTURES, lambda: set(_RUNNING)):
         yield

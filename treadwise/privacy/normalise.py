@@ -101,7 +101,6 @@ def fold(text: str, *, case: bool = True, lookalikes: bool = False) -> Folded:
     return Folded("".join(out), text, tuple(spans))
 
 
-
 def _fold_ascii(text: str, start: int, end: int, case: bool, out: list[str],
                 spans: list[tuple[int, int]]) -> None:
     """ASCII characters fold to themselves (lower case with `case`), one for one."""
