@@ -235,6 +235,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The same once the tests are done: one full collection, then what survives is frozen.
+    After this hook pytest collects five times more (to report exceptions raised in
+    finalizers, which this collection reports too) and the interpreter once more as it exits,
+    each walking everything the run left alive; frozen, they walk almost nothing."""
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Markers from the fixtures each test uses; files with a slow test first, each file's tests
     kept together and in order.
