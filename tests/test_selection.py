@@ -1,5 +1,6 @@
 """`python -m pytest -m quick` selects no test that uses a service, and every test that uses a
-service fixture carries its marker, put there by the fixture."""
+service fixture carries its marker, put there by the fixture; what conftest.py does to the run
+itself (freezing what it leaves alive) hides nothing pytest reports."""
 
 from __future__ import annotations
 
@@ -116,3 +117,35 @@ def test_a_service_reached_around_the_fixtures_fails_unless_the_test_is_marked(
         line = next(line for line in out.splitlines() if f"FAILED test_probe.py::{name}" in line)
         assert said in line and "is not marked `cluster`" in line, line
     assert "scheduler" not in out  # refused before any process started
+
+
+LEFT_FOR_THE_END = '''
+import gc
+
+
+class Loud:
+    def __del__(self):
+        raise RuntimeError("raised in a finalizer")
+
+
+def test_leaves_a_cycle():
+    gc.disable()  # only the collections at the end of the run can find it
+    loud = Loud()
+    loud.me = loud
+'''
+
+
+def test_a_finalizer_that_raises_at_the_end_is_still_reported(tmp_path) -> None:
+    """conftest.py freezes what the run leaves alive before pytest's closing collections: the
+    garbage among it is collected first, so an exception raised as it goes is still reported."""
+    (tmp_path / "test_probe.py").write_text(LEFT_FOR_THE_END)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "tests.conftest",
+         "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning",
+         "test_probe.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"})
+    assert "1 passed" in done.stdout, done.stdout[-3000:]
+    # Reported after the summary, as pytest's last act: on stderr.
+    assert "PytestUnraisableExceptionWarning" in done.stderr, done.stderr[-3000:]
+    assert "RuntimeError: raised in a finalizer" in done.stderr
