@@ -17,22 +17,20 @@ from typing import Any
 
 import pytest
 
-FIXTURE = {"postgres": "postgres_cluster", "local_model": "local_model",
-           "cluster": "dask_cluster", "browser": "chromium", "install": "fresh_venv"}
 
-
-def _refuse(what: str, service: str) -> None:
+def _refuse(what: str, service: str, services: Mapping[str, str]) -> None:
+    fixture = next(name for name, marker in services.items() if marker == service)
     pytest.fail(f"this test {what} but is not marked `{service}`: request the "
-                f"`{FIXTURE[service]}` fixture (or a fixture built on it) by name, or mark the "
+                f"`{fixture}` fixture (or a fixture built on it) by name, or mark the "
                 f"parameter that needs it, so the test is left out of `-m quick`", pytrace=False)
 
 
-def _guarded(original: Callable[..., Any], service: str,
+def _guarded(original: Callable[..., Any], service: str, services: Mapping[str, str],
              marked: Callable[[], set[str]]) -> Callable[..., Any]:
     @functools.wraps(original)
     def launch(*args: Any, **kwargs: Any) -> Any:
         if service not in marked():
-            _refuse(f"starts {service}", service)
+            _refuse(f"starts {service}", service, services)
         return original(*args, **kwargs)
 
     return launch
@@ -58,7 +56,8 @@ def _checked(original: Callable[..., Any], services: Mapping[str, str],
     @functools.wraps(original)
     def getfixturevalue(request: pytest.FixtureRequest, argname: str) -> Any:
         for service in sorted(_services(request, argname, services) - marked()):
-            _refuse(f"asks for `{argname}` at run time, which uses {service},", service)
+            _refuse(f"asks for `{argname}` at run time, which uses {service},", service,
+                    services)
         return original(request, argname)
 
     return getfixturevalue
@@ -95,7 +94,8 @@ def guarding(services: Mapping[str, str], marked: Callable[[], set[str]]) -> Ite
     """
     with pytest.MonkeyPatch.context() as patch:
         for owner, name, service in _targets():
-            patch.setattr(owner, name, _guarded(getattr(owner, name), service, marked))
+            patch.setattr(owner, name,
+                          _guarded(getattr(owner, name), service, services, marked))
         patch.setattr(pytest.FixtureRequest, "getfixturevalue",
                       _checked(pytest.FixtureRequest.getfixturevalue, services, marked))
         yield
