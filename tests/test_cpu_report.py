@@ -3,12 +3,9 @@ files by the CPU they used, under pytest-xdist as the README's command runs."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
-from tests.conftest import REPO
+from tests.support.probe import run_probe
 
 BURN = 0.4  # CPU seconds each probe burns
 PROBE = f'''
@@ -43,12 +40,7 @@ def test_with_a_fixture_costly_to_set_up_and_tear_down(costly):
 
 
 def test_tests_and_files_are_ranked_by_the_cpu_they_used(tmp_path) -> None:
-    (tmp_path / "test_probe.py").write_text(PROBE)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "tests.support.cpu_report",
-         "-p", "no:cacheprovider", "test_probe.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"})
+    done = run_probe(tmp_path, PROBE, "-n", "2", "-p", "tests.support.cpu_report")
     out = done.stdout
     assert "4 passed" in out, out[-3000:]
     ranked = re.findall(r"^\s+(\d+\.\d)  test_probe\.py::(\w+)$", out, re.M)

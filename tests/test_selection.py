@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO, SERVICE_FIXTURES, SERVICE_MARKERS
+from tests.support.probe import run_probe
 
 # One collection of the whole suite (about 10 s): not for the quick run itself.
 pytestmark = pytest.mark.slow
@@ -100,13 +101,8 @@ def test_a_service_reached_around_the_fixtures_fails_unless_the_test_is_marked(
         tmp_path) -> None:
     """Markers follow the fixtures a test names; asking for one at run time or starting a
     service by hand is checked as the test runs (tests/support/service_guard.py)."""
-    (tmp_path / "test_probe.py").write_text(PROBE)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "tests.conftest",
-         "-p", "no:cacheprovider", "test_probe.py", "-W",
-         "ignore::pytest.PytestUnknownMarkWarning", "-rA"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"})
+    done = run_probe(tmp_path, PROBE, "-n", "0", "-p", "tests.conftest", "-W",
+                     "ignore::pytest.PytestUnknownMarkWarning", "-rA")
     out = done.stdout
     assert "3 failed, 1 passed" in out, out[-3000:]
     assert "PASSED test_probe.py::test_a_marked_parameter_may_ask[dask]" in out, out[-3000:]
@@ -138,13 +134,8 @@ def test_leaves_a_cycle():
 def test_a_finalizer_that_raises_at_the_end_is_still_reported(tmp_path) -> None:
     """conftest.py freezes what the run leaves alive before pytest's closing collections: the
     garbage among it is collected first, so an exception raised as it goes is still reported."""
-    (tmp_path / "test_probe.py").write_text(LEFT_FOR_THE_END)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "tests.conftest",
-         "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning",
-         "test_probe.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"})
+    done = run_probe(tmp_path, LEFT_FOR_THE_END, "-n", "0", "-p", "tests.conftest", "-W",
+                     "ignore::pytest.PytestUnknownMarkWarning")
     assert "1 passed" in done.stdout, done.stdout[-3000:]
     # Reported after the summary, as pytest's last act: on stderr.
     assert "PytestUnraisableExceptionWarning" in done.stderr, done.stderr[-3000:]
