@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import socket
@@ -20,6 +21,7 @@ from treadwise.models.spec import ModelSettings, ModelSpec
 from treadwise.settings import Settings, child_environment
 
 REPO = Path(__file__).resolve().parents[2]
+READER_CLOSE_S = 10.0  # the server closes a session's stream right after its last answer
 
 
 def free_port() -> int:
@@ -129,10 +131,25 @@ def wait_for_200(url: str, process: subprocess.Popen[str], timeout_s: float) -> 
 def loopback_client(url: str, **options: Any) -> Any:
     """A Gradio client for an app on plain-HTTP loopback. ssl_verify=False: otherwise
     gradio_client loads the CA bundle for every request, which costs more CPU than the offline
-    turn it sends."""
+    turn it sends. Its predict returns once the client's stream reader has closed (see
+    _ReaderClosingClient)."""
     from gradio_client import Client
 
-    return Client(url, verbose=False, ssl_verify=False, **options)
+    class _ReaderClosingClient(Client):
+        # gradio_client 2.7.2 reads a session's events on one stream, which the server ends
+        # with close_stream once no event is pending. A predict sent after the last one's
+        # answer but before the reader has handled that close_stream joins the closing reader,
+        # which then cancels it (CancelledError; seen on a loaded machine). Waiting for the
+        # reader to finish makes the next predict open its own.
+        def predict(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().predict(*args, **kwargs)
+            finally:
+                reader = getattr(self, "streaming_future", None)
+                if reader is not None:
+                    concurrent.futures.wait([reader], timeout=READER_CLOSE_S)
+
+    return _ReaderClosingClient(url, verbose=False, ssl_verify=False, **options)
 
 
 def chat_text(messages: list[dict[str, Any]], role: str = "assistant") -> str:

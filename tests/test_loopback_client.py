@@ -1,0 +1,34 @@
+"""tests/support/webapp.loopback_client: predicts sent one after another never cancel each other,
+however late the client's stream reader handles the server's close_stream."""
+
+from __future__ import annotations
+
+import json
+import time
+import types
+
+import gradio_client.client
+
+from tests.support.webapp import chat_text, loopback_client, serve_in_process
+from treadwise.settings import Settings
+
+LATE_S = 0.3  # longer than the 50 ms a predict waits between looks at its event's messages
+
+
+def test_a_predict_sent_while_the_reader_is_closing_is_not_cancelled(monkeypatch):
+    def late_close(text: str | bytes, *args, **kwargs):
+        # The reader has already queued the last answer: only its close_stream is late, as
+        # when a loaded machine runs the test's thread before the reader's.
+        message = json.loads(text, *args, **kwargs)
+        if message.get("msg") == "close_stream":
+            time.sleep(LATE_S)
+        return message
+
+    monkeypatch.setattr(gradio_client.client, "json", types.SimpleNamespace(
+        loads=late_close, dumps=json.dumps, JSONDecodeError=json.JSONDecodeError))
+    with serve_in_process(Settings.from_env()) as url:
+        client = loopback_client(url, download_files=False)
+        answers = [chat_text(client.predict(question, "friendly", "offline", "", 0.0,
+                                            api_name="/send")[0])
+                   for question in ("Hello!", "What are your opening hours?")]
+        assert "Opening hours" not in answers[0] and "Opening hours" in answers[1]
