@@ -37,10 +37,13 @@ def test_a_continuous_integrand_on_a_closed_interval_is_never_called_divergent(a
                                                                             tmp_path):
     # The probe the engine cannot settle, under the product's own 5 s limit: it spends about
     # half of any limit before it says so (11 s of the module's 20), and with less time it says
-    # the estimate did not finish; never that the integral diverges.
+    # the estimate did not finish; never that the integral diverges. On a machine so loaded
+    # that the worker (which yields to the app) is not given the CPU for even that half, the
+    # job's wall-clock limit answers first, which is just as honest.
     users = Agent(Settings(data_dir=tmp_path / "data"), toolsets=("math",))
-    result = ask(users, "integral of exp(x^2)*sin(x^x) from 0 to 10")
-    assert "diverges" not in result.answer and "could not be computed" in result.answer
+    answer = ask(users, "integral of exp(x^2)*sin(x^x) from 0 to 10").answer
+    assert "diverges" not in answer
+    assert "could not be computed" in answer or "took too long (over 5 s)" in answer
     assert "diverges" in ask(agent, "integral of 1/x^2 from 0 to 1").answer
 
 
