@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.cli import treadwise
+from tests.support.webapp import ROOMY_MATH_S
 
 FIELDS = {"answer", "persona", "model", "temperature", "thread_id", "iterations", "llm_calls",
           "tool_calls", "artifacts", "latency_s", "usage", "stopped_by_cap", "error", "routing",
@@ -38,7 +39,8 @@ def chat_json(*args: str, env: dict[str, str] | None = None, process: bool = Fal
 
 
 def test_integral_through_the_cli(data_dir):
-    data = chat_json("--model", "offline", "Calculate the integral of x² from 0 to 3")
+    data = chat_json("--model", "offline", "Calculate the integral of x² from 0 to 3",
+                     env={"TREADWISE_MATH_TIMEOUT_S": str(ROOMY_MATH_S)})
     assert set(data) == FIELDS
     assert "9" in data["answer"]
     names = [call["name"] for call in data["tool_calls"]]

@@ -24,7 +24,7 @@ from tests.support.page_views import (
     page_scrolls_sideways,
     show,
 )
-from tests.support.webapp import serve_in_process
+from tests.support.webapp import ROOMY_MATH_S, serve_in_process
 from tests.web.test_chat_browser import GO, slow_brain, wait
 from treadwise.agent import Agent
 from treadwise.settings import Settings
@@ -49,7 +49,8 @@ FOCUSED = """() => { const e = document.activeElement;
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("accessible")
-    settings = dataclasses.replace(Settings.from_env(), data_dir=folder / "data")
+    settings = dataclasses.replace(Settings.from_env(), data_dir=folder / "data",
+                                   math_timeout_s=ROOMY_MATH_S)
     tools = get_tools("math", "business", context=ToolContext(settings.data_dir))
     agent = Agent(settings, tools=[*tools, wait],
                   models={"slow": ScriptedModel(script=[slow_brain])})

@@ -11,7 +11,13 @@ import yaml
 from langchain_core.messages import AIMessage
 
 from tests.support.chromium import POLL_MS, new_page
-from tests.support.webapp import REPO, serve_in_process, serve_subprocess, use_scripted
+from tests.support.webapp import (
+    REPO,
+    ROOMY_MATH_S,
+    serve_in_process,
+    serve_subprocess,
+    use_scripted,
+)
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
@@ -53,7 +59,8 @@ def send(page, message: str) -> str:
 
 def test_chat_with_personas_tool_steps_and_an_inline_plot(page, tmp_path: Path,
                                                           screenshots: Path):
-    with serve_subprocess(tmp_path / "data") as app:
+    with serve_subprocess(tmp_path / "data",
+                          env={"TREADWISE_MATH_TIMEOUT_S": str(ROOMY_MATH_S)}) as app:
         url = app.url
         page.goto(url)
         page.get_by_label("Technical Expert").check()

@@ -23,7 +23,7 @@ from langchain_core.tools import tool
 from tests.support.chromium import POLL_MS, close_page, new_page, settled
 from tests.support.loopback import OpenAIServer, Reply, scripted
 from tests.support.page_views import OVERFLOWING, VIEW_IDS, VIEWS, dropdowns_in_view, show
-from tests.support.webapp import serve_in_process
+from tests.support.webapp import ROOMY_MATH_S, serve_in_process
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
@@ -63,7 +63,8 @@ def slow_brain(messages: list[Any], kwargs: dict[str, Any]) -> AIMessage:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Agent]]:
     settings = dataclasses.replace(Settings.from_env(),
-                                   data_dir=tmp_path_factory.mktemp("chat") / "data")
+                                   data_dir=tmp_path_factory.mktemp("chat") / "data",
+                                   math_timeout_s=ROOMY_MATH_S)
     tools = get_tools("math", "business", context=ToolContext(settings.data_dir))
     agent = Agent(settings, tools=[*tools, wait],
                   models={"slow": ScriptedModel(script=[slow_brain])})

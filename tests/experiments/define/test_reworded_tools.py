@@ -10,6 +10,7 @@ import pytest
 
 from experiments.define.checks import Outcome, evaluate
 from experiments.define.scenarios import load_scenarios
+from tests.support.webapp import ROOMY_MATH_S
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.tools import artifacts
@@ -32,7 +33,7 @@ def sweep(root: Path) -> tuple[dict[str, list[str]], dict[str, list[tuple[str, b
         for persona in PERSONAS:
             key = f"{scenario.id}/{persona}"
             case_dir = root / key
-            agent = Agent(Settings(data_dir=case_dir))
+            agent = Agent(Settings(data_dir=case_dir, math_timeout_s=ROOMY_MATH_S))
             turns = [agent.run(message, thread_id="case", persona=persona)
                      for message in scenario.turns]
             answers[key] = [turn.answer for turn in turns]
