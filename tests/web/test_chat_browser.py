@@ -65,7 +65,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Agent]]
     settings = dataclasses.replace(Settings.from_env(),
                                    data_dir=tmp_path_factory.mktemp("chat") / "data",
                                    math_timeout_s=ROOMY_MATH_S)
-    tools = get_tools("math", "business", context=ToolContext(settings.data_dir))
+    tools = get_tools("math", "business", context=ToolContext(
+        settings.data_dir, math_timeout_s=settings.math_timeout_s))
     agent = Agent(settings, tools=[*tools, wait],
                   models={"slow": ScriptedModel(script=[slow_brain])})
     with serve_in_process(settings, agent) as url:

@@ -138,6 +138,9 @@ def test_forty_cases_compare_every_configuration_on_the_same_scenarios(page):
     captions = page.locator("#run-charts .caption-label").all_inner_texts()
     assert captions[0] == "Success rate by persona and temperature"
     assert "Errored cases by type" not in captions
+    # An image not yet loaded is 0 wide (seen under load): measured once every chart has loaded.
+    page.wait_for_function("[...document.querySelectorAll('#run-charts img')]"
+                           ".every(i => i.complete && i.naturalWidth > 0)")
     widths = page.evaluate("[...document.querySelectorAll('#run-charts img')]"
                            ".map(i => i.getBoundingClientRect().width)")
     assert min(widths) >= 600, widths
