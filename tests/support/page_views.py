@@ -39,6 +39,10 @@ def show(page: Any, width: int, scheme: str, height: int = 900) -> None:
     page.emulate_media(color_scheme=scheme)
     page.mouse.move(0, 0)  # nothing stays hovered by chance from an earlier click
     page.wait_for_timeout(SETTLE_MS)
+    # A scheme change fades the buttons' colours (CSS transitions); on a loaded machine they
+    # can outlast the wait above, and axe then reads colours half-way (seen: #stop's contrast).
+    page.wait_for_function("!document.getAnimations().some(a => a instanceof CSSTransition"
+                           " && a.playState === 'running')")
 
 
 def dropdowns_in_view(page: Any, width: int, scheme: str) -> tuple[set[str], list[dict]]:
