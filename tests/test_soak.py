@@ -26,7 +26,7 @@ import psutil
 import pytest
 
 from tests.support.soak_client import QueueSession, fn_index
-from tests.support.webapp import mixed_message, serve_subprocess
+from tests.support.webapp import ROOMY_MATH_S, mixed_message, serve_subprocess
 from treadwise.agent.strategies import DEFAULT_STRATEGY
 from treadwise.storage.sqlite import Store
 
@@ -56,7 +56,7 @@ def test_eight_sessions_thirty_turns_each(data_dir: Path, tmp_path: Path):
     # sessions' integrals and plots share two cores (with whatever else runs here), so a plot's
     # wall-clock time is mostly waiting for CPU; the 5 s default timeout, which is about hostile
     # input (tests/safemath/test_sandbox.py), would fail turns for being starved, not hard.
-    with serve_subprocess(data_dir, env={"TREADWISE_MATH_TIMEOUT_S": "60"}) as app:
+    with serve_subprocess(data_dir, env={"TREADWISE_MATH_TIMEOUT_S": str(ROOMY_MATH_S)}) as app:
         process = psutil.Process(app.process.pid)
 
         def measure() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.webapp import ROOMY_MATH_S
 from treadwise.agent import Agent
 from treadwise.personas import load_personas
 from treadwise.settings import Settings
@@ -69,7 +70,7 @@ def transcripts(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str
         # What the dialogue does is under test, not the math engine's 5 s limit (which
         # tests/safemath holds): plots and integrals get room on a busy machine.
         agent = Agent(Settings(data_dir=tmp_path_factory.mktemp(f"conversations-{persona}"),
-                               math_timeout_s=60))
+                               math_timeout_s=ROOMY_MATH_S))
         for case in CASES:
             turns = []
             for spec in case["turns"]:

@@ -8,6 +8,7 @@ from typing import Literal
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
+from tests.support.webapp import ROOMY_MATH_S
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
@@ -67,7 +68,7 @@ def test_a_chained_answer_and_its_artifacts_come_back_typed_from_sqlite_memory(d
 
 def test_artifacts_survive_postgresql_memory(data_dir, database_url):
     # Room for the exact area on a busy machine (the 5 s default is about hostile input).
-    settings = Settings(data_dir=data_dir, database_url=database_url, math_timeout_s=60)
+    settings = Settings(data_dir=data_dir, database_url=database_url, math_timeout_s=ROOMY_MATH_S)
     result, = chat(Agent(settings), "pg", "Calculate the integral of x² from 0 to 3")
     plot = next(s.artifact for s in result.tool_calls if s.name == "plot_area")
     stored = [artifact_of(m) for m in stored_results(Agent(settings), "pg")]

@@ -9,7 +9,6 @@ pages are each opened once and looked at in every view (a view changes the windo
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,8 @@ from tests.support.page_views import (
     page_scrolls_sideways,
     show,
 )
-from tests.support.webapp import ROOMY_MATH_S, serve_in_process
-from tests.web.test_chat_browser import GO, slow_brain, wait
-from treadwise.agent import Agent
-from treadwise.settings import Settings
-from treadwise.testing.fakes import ScriptedModel
-from treadwise.tools import ToolContext, get_tools
+from tests.support.webapp import serve_in_process
+from tests.web.test_chat_browser import GO, slow_agent
 
 TIMEOUT_MS = 90_000
 INTEGRAL = "Calculate the integral of x\u00b2 from 0 to 3"
@@ -49,12 +44,7 @@ FOCUSED = """() => { const e = document.activeElement;
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("accessible")
-    settings = dataclasses.replace(Settings.from_env(), data_dir=folder / "data",
-                                   math_timeout_s=ROOMY_MATH_S)
-    tools = get_tools("math", "business", context=ToolContext(
-        settings.data_dir, math_timeout_s=settings.math_timeout_s))
-    agent = Agent(settings, tools=[*tools, wait],
-                  models={"slow": ScriptedModel(script=[slow_brain])})
+    settings, agent = slow_agent(folder / "data")
     with serve_in_process(settings, agent, results_dir=folder / "results") as url:
         yield url
 

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -60,15 +61,20 @@ def slow_brain(messages: list[Any], kwargs: dict[str, Any]) -> AIMessage:
                                       "id": f"w-{uuid.uuid4().hex[:8]}", "type": "tool_call"}])
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Agent]]:
-    settings = dataclasses.replace(Settings.from_env(),
-                                   data_dir=tmp_path_factory.mktemp("chat") / "data",
+def slow_agent(data_dir: Path) -> tuple[Settings, Agent]:
+    """The pages' agent: the real tools with room for math, the `wait` tool and the "slow"
+    scripted model."""
+    settings = dataclasses.replace(Settings.from_env(), data_dir=data_dir,
                                    math_timeout_s=ROOMY_MATH_S)
     tools = get_tools("math", "business", context=ToolContext(
         settings.data_dir, math_timeout_s=settings.math_timeout_s))
-    agent = Agent(settings, tools=[*tools, wait],
-                  models={"slow": ScriptedModel(script=[slow_brain])})
+    return settings, Agent(settings, tools=[*tools, wait],
+                           models={"slow": ScriptedModel(script=[slow_brain])})
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Agent]]:
+    settings, agent = slow_agent(tmp_path_factory.mktemp("chat") / "data")
     with serve_in_process(settings, agent) as url:
         yield url, agent
 
