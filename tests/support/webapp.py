@@ -26,6 +26,9 @@ READER_CLOSE_S = 10.0  # the server closes a session's stream right after its la
 # on the page, the same answer two ways): the math workers yield the CPU to the app, so on a
 # loaded machine the 5 s default can end a job that is merely starved, not hard.
 ROOMY_MATH_S = 60.0
+# A page's wait for a reply with math in it: an integral and then its plot may each use the
+# whole roomy limit, which is longer than a page's default 90 s wait.
+ROOMY_REPLY_MS = int((2 * ROOMY_MATH_S + 30) * 1000)
 
 
 def free_port() -> int:

@@ -23,7 +23,7 @@ from tests.support.page_views import (
     page_scrolls_sideways,
     show,
 )
-from tests.support.webapp import serve_in_process
+from tests.support.webapp import ROOMY_REPLY_MS, serve_in_process
 from tests.web.test_chat_browser import GO, slow_agent
 
 TIMEOUT_MS = 90_000
@@ -68,7 +68,7 @@ def chat(app: str, browser: Any) -> Iterator[Any]:
     page.locator("#message textarea").fill(INTEGRAL)
     page.locator("#send").click()
     page.wait_for_function("document.querySelectorAll('#chat .tw-footer').length >= 1",
-                           polling=POLL_MS)
+                           polling=POLL_MS, timeout=ROOMY_REPLY_MS)
     plot = page.locator("#chat img[src*='area-']").first
     plot.wait_for()
     page.wait_for_function("img => img.complete && img.naturalWidth > 0",

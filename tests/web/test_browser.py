@@ -14,6 +14,7 @@ from tests.support.chromium import POLL_MS, new_page
 from tests.support.webapp import (
     REPO,
     ROOMY_MATH_S,
+    ROOMY_REPLY_MS,
     serve_in_process,
     serve_subprocess,
     use_scripted,
@@ -50,7 +51,7 @@ def send(page, message: str) -> str:
     page.locator("#message textarea").fill(message)
     page.locator("#send").click()
     page.wait_for_function(f"document.querySelectorAll('#chat .tw-footer').length > {count}",
-                           polling=POLL_MS)
+                           polling=POLL_MS, timeout=ROOMY_REPLY_MS)
     return page.evaluate("""() => {
         const footers = document.querySelectorAll('#chat .tw-footer');
         return footers[footers.length - 1].closest('.message').innerText;

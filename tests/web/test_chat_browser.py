@@ -24,7 +24,7 @@ from langchain_core.tools import tool
 from tests.support.chromium import POLL_MS, close_page, new_page, settled
 from tests.support.loopback import OpenAIServer, Reply, scripted
 from tests.support.page_views import OVERFLOWING, VIEW_IDS, VIEWS, dropdowns_in_view, show
-from tests.support.webapp import ROOMY_MATH_S, serve_in_process
+from tests.support.webapp import ROOMY_MATH_S, ROOMY_REPLY_MS, serve_in_process
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
@@ -113,7 +113,7 @@ def replies(page) -> int:
 def wait_for_reply(page, count: int) -> str:
     """Wait until `count` replies have their footer; return the text of the last one."""
     page.wait_for_function(f"document.querySelectorAll('#chat .tw-footer').length >= {count}",
-                           polling=POLL_MS)
+                           polling=POLL_MS, timeout=ROOMY_REPLY_MS)
     return page.evaluate("""() => {
         const footers = document.querySelectorAll('#chat .tw-footer');
         return footers[footers.length - 1].closest('.message').innerText;

@@ -20,14 +20,19 @@ DEFINITION = "name: tone\narms:\n  - {name: warm, persona: friendly}\n" \
              "  - {name: exact, persona: technical}\n"
 
 
-def until(condition, what: str, timeout_s: float = 30.0):
-    """Wait for the server to have stored something the page sent (no fixed sleep)."""
+def until(condition, what: str, page=None, timeout_s: float = TIMEOUT_MS / 1000):
+    """Wait for the server to have stored something the page sent (no fixed sleep), as long as
+    the page's own waits; if it never does, say what the page showed: its thumbs and notices."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if found := condition():
             return found
         time.sleep(0.1)
-    raise AssertionError(f"never happened: {what}")
+    shown = "" if page is None else "; the page showed " + str(page.evaluate("""() => ({
+        thumbs: [...document.querySelectorAll('#chat button[aria-label]')]
+            .map(b => b.getAttribute('aria-label')),
+        notices: [...document.querySelectorAll('.toast-body')].map(t => t.innerText)})"""))
+    raise AssertionError(f"never happened: {what}{shown}")
 
 
 def ask(page, text: str, replies: int) -> None:
@@ -54,16 +59,16 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
         page.locator("#live-note").wait_for()  # the visitor is told which assistant answers
         ask(page, "What are your opening hours?", 1)
         page.locator("#chat button[aria-label='Like']").last.click()
-        (rating,) = until(ratings, "a rating stored")
+        (rating,) = until(ratings, "a rating stored", page)
         assert rating["value"] == 1.0
         assert store.assignments("tone") == [{"visitor": rating["visitor"], "arm": rating["arm"]}]
         page.locator("#chat button[aria-label='Liked']").last.click()  # the same thumb: undo
-        until(lambda: not ratings(), "the rating taken back")
+        until(lambda: not ratings(), "the rating taken back", page)
         page.reload()
         page.locator("#live-note").wait_for()
         ask(page, "Do you offer mobile tire installation in Austin?", 1)
         page.locator("#chat button[aria-label='Dislike']").last.click()
-        (again,) = until(ratings, "a rating after the reload")
+        (again,) = until(ratings, "a rating after the reload", page)
         page.locator("#live-score-pick label", has_text="4").click()
         page.locator("#live-score-status", has_text="score 4 is saved").wait_for()
         close_page(page)
