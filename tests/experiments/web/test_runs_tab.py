@@ -79,7 +79,7 @@ def test_a_small_sweep_runs_from_the_page_and_its_results_appear(tmp_path: Path)
     assert charts
 
 
-# Half-way between two shown digits; the CSV's six significant digits round them across it.
+# At the half between two shown digits: the CSV's six significant digits round them across it.
 ON_THE_EDGE = {"latency_per_call_p50_s": 0.08650000000000002, "ttft_p50_s": 0.012499999}
 
 
