@@ -24,7 +24,7 @@ from tests.support.page_views import (
     show,
 )
 from tests.support.webapp import ROOMY_REPLY_MS, serve_in_process
-from tests.web.test_chat_browser import GO, slow_agent
+from tests.web.test_chat_browser import GO, slow_agent, step_held
 
 TIMEOUT_MS = 90_000
 INTEGRAL = "Calculate the integral of x\u00b2 from 0 to 3"
@@ -156,15 +156,16 @@ def test_asking_stopping_retrying_and_exporting_with_the_keyboard_alone(app, bro
         tab_until(page, "message", back=True)
         page.keyboard.type("Wait for me")
         GO.set()
-        page.keyboard.press("Enter")
-        page.get_by_text("Tool: wait").first.wait_for()
-        page.keyboard.press("Tab")  # Send is disabled while the reply runs: Stop is next
-        assert page.evaluate(FOCUSED) == "stop"
-        assert page.evaluate("document.activeElement.matches(':focus-visible') && "
-                             "parseFloat(getComputedStyle(document.activeElement)"
-                             ".outlineWidth) >= 2"), "the focus is not visible"
-        page.keyboard.press("Enter")
-        page.get_by_text("Stopped. This reply was discarded").first.wait_for()
+        with step_held():
+            page.keyboard.press("Enter")
+            page.get_by_text("Tool: wait").first.wait_for()
+            page.keyboard.press("Tab")  # Send is disabled while the reply runs: Stop is next
+            assert page.evaluate(FOCUSED) == "stop"
+            assert page.evaluate("document.activeElement.matches(':focus-visible') && "
+                                 "parseFloat(getComputedStyle(document.activeElement)"
+                                 ".outlineWidth) >= 2"), "the focus is not visible"
+            page.keyboard.press("Enter")
+            page.get_by_text("Stopped. This reply was discarded").first.wait_for()
         assert page.evaluate(FOCUSED) == "message", "the focus went back to the message box"
         tab_until(page, "retry", limit=5)
         page.keyboard.press("Enter")

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,17 @@ GO.set()
 # step's timer count clears it, so a busy machine cannot end the step before the page shows it.
 HOLD = threading.Event()
 HOLD.set()
+
+
+@contextmanager
+def step_held() -> Iterator[None]:
+    """Within the block the wait tool, once its seconds are up, holds: a test acting while the
+    reply runs (Stop, a second Send) cannot find it already finished on a busy machine."""
+    HOLD.clear()
+    try:
+        yield
+    finally:
+        HOLD.set()
 
 
 def slow_brain(messages: list[Any], kwargs: dict[str, Any]) -> AIMessage:
@@ -194,13 +206,14 @@ def test_a_slow_reply_shows_a_sign_of_life_at_once_then_its_step_with_a_timer(pa
 def test_send_is_disabled_while_a_reply_runs_and_typed_text_is_kept(page):
     use_model(page, "slow")
     box(page).fill("Wait for me")
-    page.locator("#send").click()
-    page.get_by_text("Tool: wait").first.wait_for()
-    assert page.locator("#send").is_disabled()
-    box(page).fill("My next question")
-    box(page).press("Enter")  # ignored while the reply runs, and the text stays
-    page.get_by_text("still being written").first.wait_for()
-    assert box(page).input_value() == "My next question"
+    with step_held():
+        page.locator("#send").click()
+        page.get_by_text("Tool: wait").first.wait_for()
+        assert page.locator("#send").is_disabled()
+        box(page).fill("My next question")
+        box(page).press("Enter")  # ignored while the reply runs, and the text stays
+        page.get_by_text("still being written").first.wait_for()
+        assert box(page).input_value() == "My next question"
     wait_for_reply(page, 1)
     page.wait_for_function("!document.querySelector('#send').disabled")
     assert bubbles(page, "user") == ["Wait for me"]
@@ -227,10 +240,11 @@ def test_stop_and_retry_leave_no_error_in_the_server_log(page, app,
     question = "Wait for me, then once more"
     use_model(page, "slow")
     box(page).fill(question)
-    page.locator("#send").click()
-    page.get_by_text("Tool: wait").first.wait_for()
-    page.locator("#stop").click()
-    assert "Stopped. This reply was discarded" in wait_for_reply(page, 1)
+    with step_held():
+        page.locator("#send").click()
+        page.get_by_text("Tool: wait").first.wait_for()
+        page.locator("#stop").click()
+        assert "Stopped. This reply was discarded" in wait_for_reply(page, 1)
     page.locator("#retry").click()  # runs once the stopped turn's tool has finished
     page.get_by_text("Done waiting.").first.wait_for()
     assert bubbles(page, "user") == [question]
