@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import tempfile
 from pathlib import Path
 
 from treadwise.settings import Settings
@@ -47,10 +49,32 @@ def blocked_paths(settings: Settings) -> list[str]:
 
 
 def save_to_cache(data: bytes, name: str, cache_dir: str) -> str:
-    """Write bytes where Gradio serves its own files (a folder named by the content's hash)."""
-    from gradio.processing_utils import save_bytes_to_cache
+    """Write bytes where Gradio serves its own files (a folder named by the content's hash).
 
-    return save_bytes_to_cache(data, name, cache_dir)
+    A copy already there holds these very bytes and may be on its way to a browser, so it is
+    only touched (Gradio's cache cleaner ages files by their time); a new copy is written
+    under another name and renamed into place, so nothing ever serves half a file. Gradio's
+    own save_bytes_to_cache rewrites the file in place each time: a page shown again while
+    its chart downloaded sent a short body ("Too little data for declared Content-Length").
+    """
+    from gradio.processing_utils import hash_bytes
+
+    folder = Path(cache_dir) / hash_bytes(data)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / Path(name).name
+    if path.is_file() and path.stat().st_size == len(data):
+        with contextlib.suppress(OSError):
+            os.utime(path)
+        return str(path.resolve())
+    fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(staging, path)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+    return str(path.resolve())
 
 
 def publish_png(path: str | Path, folder: Path, cache_dir: str) -> str | None:
