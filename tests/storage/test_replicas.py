@@ -13,9 +13,17 @@ import psycopg
 import pytest
 from gradio_client import Client
 
-from tests.support.webapp import RunningApp, chat_text, loopback_client, serve_subprocess
+from tests.support.webapp import (
+    ROOMY_MATH_S,
+    ROOMY_REPLY_MS,
+    RunningApp,
+    chat_text,
+    loopback_client,
+    serve_subprocess,
+)
 
 WAIT_S = 90
+MATH_WAIT_S = ROOMY_REPLY_MS / 1000  # an integral and its plot, on a busy machine
 pytestmark = pytest.mark.slow
 
 
@@ -29,8 +37,11 @@ def replicas(database_url: str, tmp_path_factory) -> Iterator[tuple[RunningApp, 
     """Two replicas with their own data dirs, started at the same moment (so both migrate the
     fresh database at once), shared by this module's tests: starting one costs seconds."""
     # One secret for both, so a conversation link made on one opens on the other.
+    # Math with room: these tests are about the replicas, not the time limit, and under load
+    # the 5 s default ended the integral's plot before it was written (no plot to show).
     env = {"TREADWISE_DATABASE_URL": database_url,
-           "TREADWISE_SECRET_KEY": "both-replicas-share-this-secret"}
+           "TREADWISE_SECRET_KEY": "both-replicas-share-this-secret",
+           "TREADWISE_MATH_TIMEOUT_S": str(ROOMY_MATH_S)}
     tmp_path = tmp_path_factory.mktemp("replicas")
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
@@ -131,7 +142,7 @@ def test_a_page_opened_with_the_thread_id_on_the_other_replica_shows_the_convers
     a, b = replicas
     on_a = loopback_client(a.url)
     send(on_a, "My name is Carla Diaz.").result(WAIT_S)
-    link = exported(send(on_a, "Calculate the integral of x² from 0 to 2").result(WAIT_S))[
+    link = exported(send(on_a, "Calculate the integral of x² from 0 to 2").result(MATH_WAIT_S))[
         "resume"]
     page.goto(f"{b.url}?thread={link}")
     page.locator("#chat").get_by_text("My name is Carla Diaz.").wait_for()
