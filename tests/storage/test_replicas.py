@@ -82,7 +82,7 @@ def test_a_conversation_started_on_one_replica_continues_on_the_other(replicas, 
     a, b = replicas
     on_a = loopback_client(a.url)
     send(on_a, "My name is Ana Silva.").result(WAIT_S)
-    plotted = send(on_a, "Calculate the integral of x² from 0 to 3").result(WAIT_S)
+    plotted = send(on_a, "Calculate the integral of x² from 0 to 3").result(MATH_WAIT_S)
     thread, link = exported(plotted)["thread_id"], exported(plotted)["resume"]
     assert len(shown_files(plotted[0])) == 1
 
