@@ -24,7 +24,7 @@ from tests.support.page_views import (
     show,
 )
 from tests.support.webapp import ROOMY_REPLY_MS, serve_in_process
-from tests.web.test_chat_browser import GO, slow_agent, step_held
+from tests.web.test_chat_browser import GO, open_chat, slow_agent, step_held
 
 TIMEOUT_MS = 90_000
 INTEGRAL = "Calculate the integral of x\u00b2 from 0 to 3"
@@ -55,9 +55,16 @@ pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 def open_page(browser: Any, url: str) -> Any:
     page = new_page(browser, TIMEOUT_MS, viewport={"width": 1280, "height": 900},
                     accept_downloads=True)
-    page.goto(url)
-    page.locator("#message textarea").wait_for()
+    open_chat(page, url)
     return page
+
+
+def wait_until_shown(page: Any, ids: list[str]) -> None:
+    """Wait until every control is on the page, as a user waits to see it before pressing Tab:
+    Gradio loads each kind of component's code on its own, so on a busy machine the message box
+    can have the focus while the buttons beside it are not drawn yet (and Tab skips them)."""
+    for element_id in ids:
+        page.locator(f"#{element_id}").first.wait_for()
 
 
 @pytest.fixture(scope="module")
@@ -141,16 +148,19 @@ def tab_until(page: Any, target: str, limit: int = 40, back: bool = False) -> li
 
 
 def first_seen(passed: list[str], ids: list[str]) -> list[int]:
+    missing = [i for i in ids if i not in passed]
+    assert not missing, f"Tab never reached {missing}: {passed}"
     return [passed.index(i) for i in ids]
 
 
 def test_asking_stopping_retrying_and_exporting_with_the_keyboard_alone(app, browser):
     page = open_page(browser, app)
     try:
+        controls = ["send", "stop", "retry", "undo", "persona-picker", "model-picker"]
+        wait_until_shown(page, [*controls, "model-spec"])
         assert page.evaluate(FOCUSED) == "message", "the message box has the focus on load"
         passed = tab_until(page, "model-spec")
-        order = first_seen(passed, ["send", "stop", "retry", "undo", "persona-picker",
-                                    "model-picker"])
+        order = first_seen(passed, controls)
         assert order == sorted(order), passed
         page.keyboard.type("slow")
         tab_until(page, "message", back=True)
