@@ -32,6 +32,7 @@ from experiments.store.run_store import (
     ran_on_cluster,
 )
 from experiments.store.transcripts_file import TRANSCRIPTS_FILE, encode, pick_transcript
+from treadwise.replace_file import replace_text
 
 # A run is running while its client holds the run's advisory lock (a killed client's
 # connection closes and PostgreSQL lets the lock go), so no heartbeat is needed to tell.
@@ -244,9 +245,7 @@ def create(pool: Any, run_id: str, grid: Any, meta: dict[str, Any]) -> bool:
 def _replace(path: Path, text: str) -> None:
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)  # workers sharing this folder never read half a file
+    replace_text(path, text)  # workers sharing this folder never read half a file
 
 
 def _status(row: dict[str, Any]) -> str:

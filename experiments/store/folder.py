@@ -44,6 +44,7 @@ from experiments.store.transcripts_file import (
     find_transcript,
 )
 from treadwise.privacy.redaction import redact
+from treadwise.replace_file import replace_text
 
 META_FILE = "meta.json"
 LOCK_FILE = ".lock"
@@ -231,10 +232,7 @@ def run_status(meta: dict[str, Any]) -> str:
 
 def write_meta(run_dir: Path, meta: dict[str, Any]) -> None:
     """Replace meta.json atomically, so a kill never leaves it half written."""
-    path = Path(run_dir) / META_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    replace_text(Path(run_dir) / META_FILE, json.dumps(meta, indent=2, default=str) + "\n")
 
 
 def update_meta(run_dir: Path, **changes: Any) -> dict[str, Any]:

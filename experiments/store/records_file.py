@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from pydantic import ValidationError
 from experiments.store.appending import AppendFile
 from experiments.store.record import CaseRow
 from experiments.store.transcripts_file import repair
+from treadwise.replace_file import replacing
 
 RECORDS_FILE = "records.jsonl"
 
@@ -72,11 +72,9 @@ def write_records(path: Path, rows: Iterable[CaseRow]) -> None:
     """Write a whole records file at once (an export, a migrated folder): readers never see
     half of it."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    with replacing(path) as handle:
         for row in rows:
             handle.write(record_line(row) + "\n")
-    os.replace(tmp, path)
 
 
 class RecordsWriter:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from experiments.store.record import COLUMNS, STATUSES, CaseRow
+from treadwise.replace_file import replacing
 
 RESULTS_FILE = "results.csv"
 
@@ -87,12 +87,10 @@ def _record(values: Iterable[Any]) -> str:
 def write_results(path: Path, rows: Iterable[CaseRow]) -> Path:
     """Export records as results.csv, replacing the file at once (a reader never sees half)."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8", newline="") as handle:
+    with replacing(path, newline="") as handle:
         handle.write(_record(COLUMNS))
         for row in rows:
             handle.write(_record(cell(getattr(row, column)) for column in COLUMNS))
-    os.replace(tmp, path)
     return path
 
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from treadwise.replace_file import STAGING_SUFFIX, replacing
 
 # The folder's size cap; the least recently used states go first.
 DEFAULT_LIMIT_BYTES = 512 * 2**20
@@ -78,21 +79,15 @@ class StateFolder:
         """Keep `state` (after exactly `tokens`), then trim the folder to its cap."""
         import numpy as np
 
-        temporary = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.folder, suffix=".part")
-            with os.fdopen(handle, "wb") as out:
+            with replacing(self.path(tokens), binary=True) as out:  # whole, also for readers
                 np.savez(out, tokens=np.asarray(tokens, dtype=np.int64),
                          input_ids=state.input_ids, scores=state.scores,
                          n_tokens=np.int64(state.n_tokens), seed=np.int64(state.seed),
                          llama_state=np.frombuffer(state.llama_state, dtype=np.uint8,
                                                    count=state.llama_state_size))
-            os.replace(temporary, self.path(tokens))  # whole or absent, also for readers
         except OSError:
-            if temporary is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
             return
         self.trim()
 
@@ -103,7 +98,7 @@ class StateFolder:
         for path in self.folder.iterdir():
             with contextlib.suppress(OSError):
                 found = path.stat()
-                if path.suffix == ".part" and now - found.st_mtime > STALE_PART_S:
+                if path.suffix == STAGING_SUFFIX and now - found.st_mtime > STALE_PART_S:
                     path.unlink()
                 elif path.suffix == SUFFIX:
                     files.append((found.st_mtime_ns, found.st_size, path))

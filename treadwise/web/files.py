@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 
+from treadwise.replace_file import replace_bytes
 from treadwise.settings import Settings
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -66,14 +66,7 @@ def save_to_cache(data: bytes, name: str, cache_dir: str) -> str:
         with contextlib.suppress(OSError):
             os.utime(path)
         return str(path.resolve())
-    fd, staging = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(staging, path)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+    replace_bytes(path, data)
     return str(path.resolve())
 
 
