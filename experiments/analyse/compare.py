@@ -3,6 +3,7 @@ other factor, B - A tested on scenario-level differences; comparison.md, .csv an
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 from experiments.analyse.inference import ALPHA, EFFECT_METHOD
 from experiments.analyse.markdown import confidence, pct, points, span, table
 from experiments.analyse.pairing import NothingToPair, Pairing, pair_runs, scenario_hashes
-from experiments.analyse.tables import as_run, load_results
+from experiments.analyse.tables import as_run, load_results, write_table
 from experiments.store import RunStore
 from experiments.store.run_store import SCENARIOS_COPY
 
@@ -54,8 +55,8 @@ def compare_runs(run_a: RunStore | Path, run_b: RunStore | Path, out: Path = Pat
                              "definitions could not be checked.")
     folder = Path(out) / f"compare-{run_a.name}-vs-{run_b.name}"
     folder.mkdir(parents=True, exist_ok=True)
+    pairing = dataclasses.replace(pairing, table=write_table(pairing.table, folder / TABLE))
     result = Comparison(folder, pairing)
-    pairing.table.to_csv(folder / TABLE, index=False, float_format="%.6g")
     if chart:
         _chart(pairing, folder / CHART, run_a.name, run_b.name)
     _write(result, run_a.name, run_b.name, chart)

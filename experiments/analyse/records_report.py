@@ -8,7 +8,7 @@ from typing import Any
 
 from experiments.analyse import inference
 from experiments.analyse.findings import JUDGE_ERROR
-from experiments.analyse.tables import CELL, cell_name
+from experiments.analyse.tables import CELL, cell_name, write_table
 
 OUTCOMES_FILE = "outcomes.csv"
 TOOL_USE_FILE = "tool_use.csv"
@@ -233,9 +233,9 @@ def retried_lines(meta: dict[str, Any]) -> list[str]:
 
 def write_tables(df: Any, run_dir: Any) -> list[str]:
     """Write outcomes.csv, tool_use.csv, per_call.csv and measured.md; the report's sections."""
-    found = outcomes(df), tool_use(df), per_call(df)
-    for frame, name in zip(found, (OUTCOMES_FILE, TOOL_USE_FILE, PER_CALL_FILE), strict=True):
-        frame.to_csv(run_dir / name, index=False, float_format="%.6g")
+    found = [write_table(frame, run_dir / name) for frame, name in zip(
+        (outcomes(df), tool_use(df), per_call(df)), (OUTCOMES_FILE, TOOL_USE_FILE, PER_CALL_FILE),
+        strict=True)]
     (run_dir / MEASURED_FILE).write_text(measured_table(df), encoding="utf-8")
     return [*outcome_section(found[0]), "", *tool_section(found[1]), "",
             *per_call_section(found[2])]

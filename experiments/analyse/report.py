@@ -4,6 +4,7 @@ tell apart, at one error rate for the whole report."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from experiments.analyse.tables import (
     scenario_rates,
     strategy_comparison,
     summarise,
+    write_table,
 )
 from experiments.store import RunStore
 from experiments.store.folder import run_status
@@ -46,19 +48,6 @@ BEST_FILE = "best_vs_rest.csv"
 STYLE_FILE = "style.csv"
 STYLE_DIFFERENCES_FILE = "style_differences.csv"
 CHARTS_DIR = "charts"
-CSV_FLOATS = "%.6g"  # the tables' CSV files keep six significant digits
-
-
-def as_written(frame: Any) -> Any:
-    """The frame as its CSV file holds it (floats to six significant digits): the report and
-    a reader of the file (the app's Experiments tab) then format the same numbers. Formatted
-    from the full values instead, a latency of 0.08650000000000002 s read "0.087" in the
-    report and "0.086" from the file's 0.0865."""
-    floats = frame.select_dtypes("float").columns
-    return frame.assign(**{column: frame[column].map(lambda v: float(CSV_FLOATS % v))
-                           for column in floats})
-
-
 def _resume_hint(run_dir: Path, meta: dict[str, Any], *more: str) -> str:
     run = meta.get("run_id") if meta.get("shared") else run_dir  # a database run: its name
     cluster = " --cluster ADDRESS" if ran_on_cluster(meta) else ""
@@ -218,14 +207,15 @@ def write_report(run: RunStore | Path, *, charts: bool = True) -> Path:
     run = as_run(run)
     df, meta, run_dir = load_results(run), run.meta(), run.folder
     run_dir.mkdir(parents=True, exist_ok=True)
-    summary = as_written(summarise(df))
+    # Every table is formatted from what its CSV file holds, as a reader of the file sees it.
+    summary = write_table(summarise(df), run_dir / SUMMARY_FILE)
     labels = dict(zip(summary["config_hash"], summary["label"], strict=True))
     found = findings.analyse(df, labels)
+    found = dataclasses.replace(found, **{
+        part: write_table(getattr(found, part), run_dir / name)
+        for part, name in (("effects", EFFECTS_FILE), ("winner", BEST_FILE),
+                           ("style", STYLE_FILE), ("style_differences", STYLE_DIFFERENCES_FILE))})
     scenarios, checks = scenario_rates(df), check_failures(df)
-    for frame, name in ((summary, SUMMARY_FILE), (found.effects, EFFECTS_FILE),
-                        (found.winner, BEST_FILE), (found.style, STYLE_FILE),
-                        (found.style_differences, STYLE_DIFFERENCES_FILE)):
-        frame.to_csv(run_dir / name, index=False, float_format=CSV_FLOATS)
     drawn = write_charts(df, summary, run_dir / CHARTS_DIR) if charts else []
     parts = [f"# Sweep report: {run.name}", "",
              f"Grid `{meta.get('grid_name', '?')}`; package {df['package_version'].iloc[0]}, "

@@ -16,6 +16,25 @@ from experiments.store import NoResults, RunStore, open_run
 
 CELL = ["persona", "model_spec", "temperature", "variation", "strategy", "routing_factor"]
 
+CSV_FLOATS = "%.6g"  # the tables' CSV files keep six significant digits
+
+
+def as_written(frame: Any) -> Any:
+    """The frame as its CSV file holds it (floats to six significant digits): the report and
+    a reader of the file (the app's Experiments tab) then format the same numbers. Formatted
+    from the full values instead, a latency of 0.08650000000000002 s read "0.087" in the
+    report and "0.086" from the file's 0.0865."""
+    floats = frame.select_dtypes("float").columns
+    return frame.assign(**{column: frame[column].map(lambda v: float(CSV_FLOATS % v))
+                           for column in floats})
+
+
+def write_table(frame: Any, path: Path) -> Any:
+    """Write a table's CSV file; return the frame as the file holds it, for the report to
+    format (so report.md and the file never differ in a shown digit)."""
+    frame.to_csv(path, index=False, float_format=CSV_FLOATS)
+    return as_written(frame)
+
 
 # A run with no finished case yet cannot be reported on.
 ReportError = NoResults

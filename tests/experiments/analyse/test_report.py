@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import os
 import re
@@ -214,6 +215,26 @@ def test_report_writes_tables_charts_with_captions_and_markdown(tmp_path, priced
             "ttft_p50_s", "mean_http_attempts", "usage_missing", "cache_hits"} <= set(cells[0])
     for name in ("effects.csv", "style.csv", "best_vs_rest.csv"):
         assert (tmp_path / name).exists()
+
+
+def test_every_table_in_the_report_shows_what_its_csv_file_holds(tmp_path, monkeypatch):
+    """The style table's means sit on a digit's edge: the full value 0.12500000000000003 would
+    show "0.13", the file's six digits (0.125) show "0.12"; the report shows the file's."""
+    analyse = findings.analyse
+
+    def on_the_edge(df, labels):
+        found = analyse(df, labels)
+        return dataclasses.replace(found, style=found.style.assign(mean=0.12500000000000003))
+
+    monkeypatch.setattr(findings, "analyse", on_the_edge)
+    synthetic_run(tmp_path)
+    text = write_report(tmp_path, charts=False).read_text()
+    written = pd.read_csv(tmp_path / "style.csv")
+    assert set(written["mean"]) == {0.125}
+    section = text.split("## Persona style", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][1:len(written) + 1]
+    means = {line.strip("| ").split(" | ")[4] for line in rows}
+    assert means == {"0.12"}, rows
 
 
 def test_charts_are_colour_blind_safe_and_show_temperature(tmp_path):
