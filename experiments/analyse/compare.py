@@ -15,6 +15,7 @@ from experiments.analyse.pairing import NothingToPair, Pairing, pair_runs, scena
 from experiments.analyse.tables import as_run, load_results, write_table
 from experiments.store import RunStore
 from experiments.store.run_store import SCENARIOS_COPY
+from treadwise.replace_file import replacing
 
 REPORT, TABLE, CHART = "comparison.md", "comparison.csv", "comparison.png"
 
@@ -150,5 +151,6 @@ def _chart(pairing: Pairing, path: Path, name_a: str, name_b: str) -> None:
     fig.suptitle("Run B against run A, configuration by configuration", fontsize=11,
                  fontweight="bold")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with replacing(path, binary=True) as out:
+        fig.savefig(out, dpi=110, format="png")
     plt.close(fig)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from treadwise.plugins import Registry
+from treadwise.replace_file import replace_text, replacing
 
 DPI = 110
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
@@ -139,10 +140,11 @@ def write_charts(df: Any, summary: Any, charts_dir: Path) -> list[ChartFile]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # a crowded chart keeps its layout
             fig.tight_layout()
-        fig.savefig(charts_dir / item.name, dpi=DPI)
+        with replacing(charts_dir / item.name, binary=True) as out:  # the tab may be reading it
+            fig.savefig(out, dpi=DPI, format="png")
         written.append(ChartFile(item.title, item.name, item.caption, error,
                                  fig.get_label() == EMPTY and error is None))
         plt.close(fig)
-    (charts_dir / INDEX_FILE).write_text(json.dumps([dataclasses.asdict(c) for c in written],
-                                                    indent=1), encoding="utf-8")
+    replace_text(charts_dir / INDEX_FILE,
+                 json.dumps([dataclasses.asdict(c) for c in written], indent=1))
     return written
