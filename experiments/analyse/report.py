@@ -48,6 +48,8 @@ BEST_FILE = "best_vs_rest.csv"
 STYLE_FILE = "style.csv"
 STYLE_DIFFERENCES_FILE = "style_differences.csv"
 CHARTS_DIR = "charts"
+
+
 def _resume_hint(run_dir: Path, meta: dict[str, Any], *more: str) -> str:
     run = meta.get("run_id") if meta.get("shared") else run_dir  # a database run: its name
     cluster = " --cluster ADDRESS" if ran_on_cluster(meta) else ""
