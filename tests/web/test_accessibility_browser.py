@@ -60,9 +60,9 @@ def open_page(browser: Any, url: str) -> Any:
 
 
 def wait_until_shown(page: Any, ids: list[str]) -> None:
-    """Wait until every control is on the page, as a user waits to see it before pressing Tab:
-    Gradio loads each kind of component's code on its own, so on a busy machine the message box
-    can have the focus while the buttons beside it are not drawn yet (and Tab skips them)."""
+    """Wait until every control is on the page, as a user waits to see it before pressing Tab
+    (a control not drawn yet when the message box already has the focus would be skipped: one
+    way to get what CI once saw, Tab never reaching Send; the cause was not found)."""
     for element_id in ids:
         page.locator(f"#{element_id}").first.wait_for()
 
