@@ -216,7 +216,9 @@ def test_two_workers_one_killed_mid_run_each_case_once(repo, tmp_path, env, clus
     code, printed, err = finish(run)
     assert code == 0, err
     rows = assert_every_case_once(out, {c.key for c in load_grid(grid).cases()})
-    assert all(r["status"] == "ok" for r in rows)
+    assert all(r["status"] == "ok" for r in rows), [
+        (r["case_key"], r["status"], r["error_type"], r["error_message"][:300],
+         r["check_details"]) for r in rows if r["status"] != "ok"]
     meta = read_meta(Path(printed.strip()))
     assert meta["status"] == "finished" and len(meta["cluster"]["cases_by_worker"]) == 2
     assert f"on the Dask cluster at {cluster.address}: 2 workers" in err
