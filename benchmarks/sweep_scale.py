@@ -108,7 +108,7 @@ def bare(folder: Path, run_dir: Path) -> tuple[float, float]:
     cases = load_grid(run_dir / "grid.yaml",
                       scenarios_file=run_dir / "scenarios.yaml").cases()[:REFERENCE]
     settings = Settings(data_dir=folder / "bare")
-    tools, _ = load_toolsets(tool_context(folder / "bare"))
+    tools, _ = load_toolsets(tool_context(folder / "bare", settings))
     queue, lock = iter(cases), threading.Lock()
 
     def work() -> None:

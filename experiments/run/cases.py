@@ -45,9 +45,10 @@ def sweep_settings(grid: Grid, data_dir: Path, base: Settings | None = None) -> 
     )
 
 
-def tool_context(fallback_dir: Path) -> ToolContext:
-    """One tool context for the whole sweep, its data dir the running case's own."""
-    return ToolContext(fallback_dir, case_dir=CASE_DIR)
+def tool_context(fallback_dir: Path, settings: Settings) -> ToolContext:
+    """One tool context for the whole sweep, its data dir the running case's own, its math
+    time limit the sweep's settings' (not whatever the process's math pool started with)."""
+    return ToolContext(fallback_dir, case_dir=CASE_DIR, math_timeout_s=settings.math_timeout_s)
 
 
 class ModelPool:

@@ -95,5 +95,5 @@ def prepare(grid: Grid, run_dir: Path, *, cache: Path | None = None,
         for strategy in sorted(set(grid.strategies) - {DEFAULT_STRATEGY}):
             skipped[f"strategy {strategy}"] = ("this TreadWise's agent has no reasoning "
                                                "strategies yet (only react)")
-    tools, missing = load_toolsets(tool_context(run_dir / CASES_DIR))
+    tools, missing = load_toolsets(tool_context(run_dir / CASES_DIR, settings))
     return Prepared(settings, models, skipped, tools, missing, prices, judge)

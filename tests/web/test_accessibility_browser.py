@@ -81,6 +81,8 @@ def chat(app: str, browser: Any) -> Iterator[Any]:
     page.wait_for_function("img => img.complete && img.naturalWidth > 0",
                            arg=plot.element_handle())
     page.locator("#chat .thought-group .title").first.click()  # a step opened, one closed
+    page.wait_for_function("document.querySelector('#chat .thought-group .title')"
+                           ".getAttribute('aria-expanded') === 'true'", polling=POLL_MS)
     yield page
     close_page(page)
 

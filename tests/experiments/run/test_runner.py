@@ -184,6 +184,21 @@ def test_progress_reports_every_case_with_the_success_count(tmp_path):
     assert seen[-1].success_rate == 1.0
 
 
+def test_a_sweep_uses_its_settings_math_time_limit_in_a_process_that_ran_math_before(
+        tmp_path, monkeypatch):
+    """The process's math pool starts with the limit of its first user; a later sweep in the
+    same process (the app's Experiments tab, a test) still gets its own settings' limit."""
+    scenario = [s for s in yaml.safe_load(DEFAULT_SCENARIOS.read_text())["scenarios"]
+                if s["id"] == "math_integral_plot"]
+    grid = write_grid(tmp_path, scenario, repeats=1, concurrency=1, keep_cases="none")
+    first, _ = sweep(grid, tmp_path / "default")
+    monkeypatch.setenv("TREADWISE_MATH_TIMEOUT_S", "0.001")
+    second, _ = sweep(grid, tmp_path / "tight")
+    (ran,), (cut,) = read_rows(first / RESULTS_FILE), read_rows(second / RESULTS_FILE)
+    assert ran["success"] == "True", ran["answer"]
+    assert cut["success"] == "False" and "over 0.001 s" in cut["answer"], cut["answer"]
+
+
 @pytest.mark.slow
 def test_every_case_has_its_own_data_dir(tmp_path, monkeypatch):
     # Each case must plot; three at once on a loaded machine can starve a plot past the 5 s
