@@ -43,19 +43,6 @@ os.environ.update({"HTTP_PROXY": DEAD_PROXY, "HTTPS_PROXY": DEAD_PROXY,
 for _name in ("http_proxy", "https_proxy", "no_proxy"):
     os.environ[_name] = os.environ[_name.upper()]
 
-# The local model's read system blocks (treadwise/models/llama_states.py) are shared by this
-# run's processes (xdist workers, CLI children, apps) in one folder the first process makes and
-# deletes when it ends: never the developer's cache, so every run starts cold as a new machine
-# would, and a block one file's tests read is not read again by another's.
-RUN_STATES = "TREADWISE_TESTS_RUN_STATES"
-if RUN_STATES not in os.environ:
-    import atexit
-    import shutil
-    import tempfile
-
-    os.environ[RUN_STATES] = tempfile.mkdtemp(prefix="treadwise-llama-states-")
-    atexit.register(shutil.rmtree, os.environ[RUN_STATES], True)
-os.environ["TREADWISE_LOCAL_STATE_DIR"] = os.environ[RUN_STATES]
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -87,6 +74,18 @@ CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 # Hypothesis keeps its examples and caches in .hypothesis/ under the working directory, the
 # repository: tests write only outside it.
 set_hypothesis_home_dir(str(CACHE_HOME / "treadwise-hypothesis"))
+
+# The local model's read system blocks (treadwise/models/llama_states.py) are kept between runs
+# in the tests' own folder under the cache folder, never your own ~/.cache/treadwise: every
+# process of this run and of the next ones (xdist workers, CLI children, apps) loads a block
+# one of them read, in milliseconds, as the app does between starts. A state is used only for
+# the exact tokens, model file, context size, threads and llama.cpp version that made it, and a
+# loaded block replies as a read one (tests/models/test_llama_states.py). A run on an empty cache
+# (sh .ci/fresh, a new machine) reads every block once; TREADWISE_TESTS_RUN_STATES names
+# another folder (an empty one: a cold run here).
+RUN_STATES = "TREADWISE_TESTS_RUN_STATES"
+os.environ.setdefault(RUN_STATES, str(CACHE_HOME / "treadwise-test-llama-states"))
+os.environ["TREADWISE_LOCAL_STATE_DIR"] = os.environ[RUN_STATES]
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from treadwise.agent.prompts import build_system_prompt
+from treadwise.models import llama_states
 from treadwise.models.llama_states import StateFolder
 from treadwise.models.llamacpp import Generation, LlamaEngine
 from treadwise.models.local import model_path, states_folder
@@ -115,7 +116,8 @@ def test_an_unwritable_folder_costs_nothing_but_the_saving(gguf: str, tmp_path: 
     engine.llm.close()
 
 
-def test_states_are_never_shared_across_models_threads_or_context_sizes(tmp_path: Path):
+def test_states_are_never_shared_across_models_threads_or_context_sizes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     pytest.importorskip("llama_cpp")
     model = tmp_path / "model.gguf"
     model.write_bytes(b"GGUF weights")
@@ -129,6 +131,9 @@ def test_states_are_never_shared_across_models_threads_or_context_sizes(tmp_path
     assert same.path(tokens) == StateFolder(tmp_path, str(model), 2048, 1).path(tokens)
     assert same.path(tokens) != same.path([1, 2, 3, 4])
     model.write_bytes(b"GGUF weights, replaced")  # a new file under the same name
+    assert StateFolder(tmp_path, str(model), 2048, 1).path(tokens) != same.path(tokens)
+    # A new state format (llama_states.FORMAT) never loads a file the older one wrote.
+    monkeypatch.setattr(llama_states, "FORMAT", llama_states.FORMAT + 1)
     assert StateFolder(tmp_path, str(model), 2048, 1).path(tokens) != same.path(tokens)
 
 
@@ -167,3 +172,14 @@ def test_where_the_states_are_kept_follows_the_environment(tmp_path: Path, monke
     # No HOME and no account to find one from: nowhere, rather than a folder named "~".
     monkeypatch.setattr("os.path.expanduser", lambda path: path)
     assert states_folder({}) is None
+
+
+def test_the_suite_keeps_its_states_apart_from_your_own() -> None:
+    """The tests' states outlive a run (tests/conftest.py) in a folder of their own: every
+    process of the run is pointed at it, and it is not where the app keeps yours."""
+    from tests.conftest import RUN_STATES
+
+    folder = Path(os.environ["TREADWISE_LOCAL_STATE_DIR"])
+    assert folder == Path(os.environ[RUN_STATES])
+    yours = {k: v for k, v in os.environ.items() if k != "TREADWISE_LOCAL_STATE_DIR"}
+    assert folder != states_folder(yours)

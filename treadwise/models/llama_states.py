@@ -31,6 +31,9 @@ from treadwise.replace_file import STAGING_SUFFIX, replacing
 DEFAULT_LIMIT_BYTES = 512 * 2**20
 SUFFIX = ".npz"
 STALE_PART_S = 3600  # a half-written file this old belongs to no living writer
+# What a state file holds and how (LlamaEngine._save's trimmed logits, the arrays below); part of
+# every state's key, so a change to it, made with this number raised, never loads an older file.
+FORMAT = 1
 
 
 class StateFolder:
@@ -43,8 +46,8 @@ class StateFolder:
         self.folder, self.limit_bytes = Path(folder), limit_bytes
         stat = os.stat(model_path)
         self.identity = "|".join(map(str, (
-            os.path.realpath(model_path), stat.st_size, stat.st_mtime_ns, n_ctx, threads,
-            llama_cpp.__version__)))
+            FORMAT, os.path.realpath(model_path), stat.st_size, stat.st_mtime_ns, n_ctx,
+            threads, llama_cpp.__version__)))
 
     def path(self, tokens: Sequence[int]) -> Path:
         digest = hashlib.sha256(self.identity.encode())
