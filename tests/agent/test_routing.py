@@ -6,6 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage, SystemMessage
 
 from tests.support.loopback import OpenAIServer, Reply, scripted
+from tests.support.webapp import ROOMY_MATH_S
 from treadwise.agent import Agent
 from treadwise.agent.prompts import build_system_prompt
 from treadwise.agent.routing import GROUPS, route_turn
@@ -34,7 +35,9 @@ def system_text(model: ScriptedModel, index: int) -> str:
 
 @pytest.fixture
 def agent(data_dir) -> Agent:
-    return Agent(Settings(data_dir=data_dir))
+    # Answers are under test here, not the math engine's 5 s limit (tests/safemath holds it):
+    # with six workers on two cores an integral and its plot were starved past it.
+    return Agent(Settings(data_dir=data_dir, math_timeout_s=ROOMY_MATH_S))
 
 
 def test_a_sum_binds_the_arithmetic_tools_and_a_tire_question_the_business_ones(agent):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from tests.support.webapp import ROOMY_MATH_S
 from treadwise.agent import Agent
 from treadwise.models import display_name, resolve_model
 from treadwise.models.offline import OfflineModel
@@ -24,7 +25,9 @@ from treadwise.storage.sqlite import Store
 
 @pytest.fixture
 def agent(data_dir: Path) -> Agent:
-    return Agent(Settings(data_dir=data_dir))
+    # Answers are under test here, not the math engine's 5 s limit (tests/safemath holds it):
+    # with six workers on two cores an integral and its plot were starved past it.
+    return Agent(Settings(data_dir=data_dir, math_timeout_s=ROOMY_MATH_S))
 
 
 def talk(agent: Agent, *messages: str, persona: str = "friendly", thread: str = "t") -> list:
