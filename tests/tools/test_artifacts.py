@@ -77,7 +77,9 @@ def test_artifacts_survive_postgresql_memory(data_dir, database_url):
 
 
 def test_a_reopened_conversation_shows_steps_with_their_artifacts_and_plots(data_dir):
-    agent = Agent(Settings(data_dir=data_dir))
+    # Its subject is the plot kept with the step, not the 5 s limit: six workers on two cores
+    # once starved the plot past it.
+    agent = Agent(Settings(data_dir=data_dir, math_timeout_s=ROOMY_MATH_S))
     chat(agent, "r", "Calculate the integral of x² from 0 to 3",
          "Do you offer mobile tire installation in Austin?")
     steps = [step for turn in restored_turns(agent.history("r")) for step in turn.steps]

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage
 from tests.support.loopback import OpenAIServer, tool_then_answer
 from tests.support.webapp import (
     REPO,
+    ROOMY_MATH_S,
     chat_text,
     loopback_client,
     serve_in_process,
@@ -193,6 +194,8 @@ def test_data_dir_files_dotenv_and_system_files_are_never_served(
     monkeypatch.chdir(tmp_path)
     dotenv = tmp_path / ".env"
     dotenv.write_text("OPENAI_API_KEY=sk-dotenv-secret-value-1234\n")
+    # A plot must be drawn to be served: room for it on a loaded machine.
+    monkeypatch.setenv("TREADWISE_MATH_TIMEOUT_S", str(ROOMY_MATH_S))
     settings = Settings.from_env()
     with serve_in_process(settings, Agent(settings)) as url:
         client = loopback_client(url, download_files=False)
