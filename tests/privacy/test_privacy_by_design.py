@@ -5,6 +5,7 @@ no word "card", a math question with an address, access, others' data, honest cl
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import psycopg
@@ -27,6 +28,15 @@ LEAD = "please contact me at ana@fleetco.com about fleet pricing"
 def agent_for(data_dir: Path, database_url: str | None = None, **models) -> Agent:
     return Agent(Settings(data_dir=data_dir, database_url=database_url),
                  toolsets=("business",), models=models)
+
+
+def holds(text: str, secret: str) -> bool:
+    """Whether `text` keeps `secret`; a secret of digits only counts as a number of its own:
+    LangGraph's checkpoints keep random channel versions, and one (0.6723185154921827) held the
+    PIN 4921 of a message whose PIN was never stored."""
+    if secret.isdigit():
+        return re.search(rf"(?<!\d){secret}(?!\d)", text) is not None
+    return secret in text
 
 
 def files_text(data_dir: Path) -> str:
@@ -163,7 +173,7 @@ def test_no_secret_at_rest_in_memory_leads_feedback_or_exports(data_dir, tmp_pat
     agent = agent_for(data_dir)
     result = agent.run(message, thread_id="T")
     assert secret not in result.answer
-    assert secret not in files_text(data_dir)
+    assert not holds(files_text(data_dir), secret)
     session = ChatSession(thread_id="T")
     session.turns.append(Turn(user=message, persona="friendly", persona_name="F", spec="offline",
                               model="offline", temperature=0.0, status="done",
