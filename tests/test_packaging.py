@@ -44,6 +44,9 @@ shipped = pathlib.Path(treadwise.testing.__file__).parent
 print("testing:", sorted(p.name for p in shipped.glob("*.py")))
 print("tests importable:", importlib.util.find_spec("tests") is not None)
 from treadwise.testing import ScriptedModel
+# The app's process loaded Gradio without its stub writer (treadwise/web/gradio_stubs.py).
+import gradio.component_meta
+print("stubs:", gradio.component_meta.create_or_modify_pyi.__name__)
 """
 HARNESS = ("import experiments.cli, experiments.analyse.report, experiments.live.report; "
            "from experiments.define.checks import CHECKS; from experiments.analyse.charts "
@@ -102,6 +105,7 @@ def test_pip_install_dot_runs_the_chat_app_alone_and_the_extra_adds_the_harness(
     assert "absent: ['seaborn', 'scipy', 'statsmodels', 'dask']" in alone
     assert "testing: ['__init__.py', 'fakes.py']" in alone
     assert "tests importable: False" in alone
+    assert "stubs: no_stub" in alone
     site = fresh_venv.parent.parent / "lib"
     launchers = [path for name in ("postgres_cluster.py", "dask_cluster.py", "loopback.py",
                                    "chromium.py", "webapp.py") for path in site.rglob(name)]

@@ -2,4 +2,4 @@
 
 # Imported first, so Gradio's components load without writing type stubs
 # (treadwise/web/gradio_stubs.py).
-import treadwise.web  # noqa: E402,F401
+import treadwise.web  # noqa: F401
