@@ -22,6 +22,21 @@ def _non_empty(value: str) -> str:
 Text = Annotated[str, AfterValidator(_non_empty)]
 
 
+# libyaml's loader, when PyYAML was built with it, reads the same documents about eight times
+# faster than the pure-Python one (every YAML file of the project: 350 -> 41 ms measured here),
+# in every process that starts: the app, each CLI run, each sweep worker. A text it refuses is
+# read again by the pure-Python loader, whose messages say where and what is wrong.
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """The YAML text's value, as yaml.safe_load gives it; its yaml.YAMLError when it has none."""
+    try:
+        return yaml.load(text, Loader=_FAST_LOADER)  # a safe loader, C or Python
+    except yaml.YAMLError:
+        return yaml.safe_load(text)
+
+
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     """Where and what, on one line: "line 2, column 7: expected ',' or ']', but got ':'"."""
     mark = getattr(exc, "problem_mark", None)
@@ -41,7 +56,7 @@ def read_yaml_mapping(path: Path, error: type[Exception], what: str = "file") ->
     wrong where (the line, for YAML that does not parse or text that is not UTF-8)."""
     try:
         data = Path(path).read_bytes()
-        found = yaml.safe_load(data.decode("utf-8"))
+        found = load_yaml(data.decode("utf-8"))
     except OSError as exc:
         raise error(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:

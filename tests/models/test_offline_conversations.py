@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.support.webapp import ROOMY_MATH_S
 from treadwise.agent import Agent
+from treadwise.datafiles import load_yaml
 from treadwise.personas import load_personas
 from treadwise.settings import Settings
 
 CASES_FILE = Path(__file__).with_name("offline_conversations.yaml")
-CASES: list[dict[str, Any]] = yaml.safe_load(CASES_FILE.read_text(encoding="utf-8"))["cases"]
+# Read as each worker collects the tests: with libyaml, as the product reads its data files.
+CASES: list[dict[str, Any]] = load_yaml(CASES_FILE.read_text(encoding="utf-8"))["cases"]
 PERSONAS = ("friendly", "technical", "cautious")
 # Numbers as people write them in answers: 1,048,576 and 3.75 and 1/2.
 NUMBER_RE = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from treadwise.agent import Agent
+from treadwise.datafiles import load_yaml
 from treadwise.settings import Settings
 from treadwise.storage.lead_export import export_leads
 from treadwise.web.chat_export import export_files
@@ -36,7 +35,7 @@ SHORT_SECRET = 6  # shorter secrets (a PIN) may occur by chance in a database's 
 
 
 def load_corpus() -> dict[str, list]:
-    return yaml.safe_load(CORPUS_FILE.read_text(encoding="utf-8"))
+    return load_yaml(CORPUS_FILE.read_text(encoding="utf-8"))
 
 
 def message_count(corpus: dict[str, list]) -> int:
