@@ -60,12 +60,22 @@ def conversation_json(session: ChatSession) -> dict[str, Any]:
 
 
 def conversation_markdown(session: ChatSession) -> str:
+    return _joined(markdown_parts(session))
+
+
+def _joined(parts: list[str]) -> str:
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def markdown_parts(session: ChatSession) -> list[str]:
+    """The Markdown export in parts, the heading then one part a turn; joined by new lines
+    (`conversation_markdown`). A finished turn's part stays the same from export to export."""
     said = typed(session)
-    lines = ["# TreadWise conversation", "",
-             f"Thread `{session.thread_id}`, exported "
-             f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.", ""]
+    parts = ["\n".join(["# TreadWise conversation", "",
+                        f"Thread `{session.thread_id}`, exported "
+                        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.", ""])]
     for number, turn in enumerate((t for t in session.turns if not t.running), 1):
-        lines += [f"## Turn {number}", "", "**You:**", "", literal_markdown(said[turn.id]), ""]
+        lines = [f"## Turn {number}", "", "**You:**", "", literal_markdown(said[turn.id]), ""]
         for step in turn.steps:
             outcome = step.error if step.error is not None else step.result
             args = json.dumps(step.args, ensure_ascii=False, default=str)
@@ -80,7 +90,8 @@ def conversation_markdown(session: ChatSession) -> str:
         else:
             body = reply_markdown(turn.answer)
         lines += [speaker, "", body, ""]
-    return "\n".join(lines).rstrip() + "\n"
+        parts.append("\n".join(lines))
+    return parts
 
 
 def _redacted(value: Any) -> Any:
@@ -108,7 +119,9 @@ def export_files(session: ChatSession, cache_dir: str,
     if resume:
         fields = {"thread_id": fields.pop("thread_id"), "resume": resume, **fields}
     data = json.dumps(fields, ensure_ascii=False, indent=2)
-    markdown = redact(conversation_markdown(session))
+    # Each part redacted on its own (a secret never spans a turn's heading), the unchanged
+    # ones remembered: an export reads its new turn, not the whole conversation again.
+    markdown = _joined(session.redactions.redact_all(markdown_parts(session)))
     markdown = save_to_cache(markdown.encode(), f"{stem}.md", cache_dir)
     written = save_to_cache(data.encode(), f"{stem}.json", cache_dir)
     session.exports += [markdown, written]

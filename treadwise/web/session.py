@@ -8,6 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from treadwise.privacy.redaction import Redactions
+
 if TYPE_CHECKING:
     from treadwise.agent import ToolStep, TurnResult
     from treadwise.errors import FriendlyError
@@ -86,6 +88,8 @@ class ChatSession:
     user: str | None = None  # the signed-in user, when the page has a login
     owner: str | None = None  # whose exports these are (see owners.Owners)
     exports: list[str] = field(default_factory=list)  # files written for it ("Forget me")
+    # Its exports' parts and their redactions, so each export reads only the new turn.
+    redactions: Redactions = field(default_factory=Redactions, repr=False, compare=False)
 
     @property
     def running(self) -> bool:
@@ -100,6 +104,7 @@ class ChatSession:
         self.stop()
         self.thread_id = uuid.uuid4().hex
         self.turns = []
+        self.redactions.clear()
 
 
 def visitor_key(session: ChatSession, secret: ServerSecret) -> str:
