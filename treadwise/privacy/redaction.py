@@ -150,16 +150,18 @@ class Redactions:
     """
 
     def __init__(self) -> None:
-        self._secrets = 0  # which secret environment values the redactions were made under
+        # The secret environment values the redactions were made under (the same strings the
+        # environment holds).
+        self._secrets: tuple[str, ...] = ()
         self._done: dict[str, str] = {}
 
     def redact_all(self, texts: list[str]) -> list[str]:
         """Each text redacted as redact(text) would."""
         secrets = _secret_values()
-        known = self._done if hash(secrets) == self._secrets else {}
+        known = self._done if secrets == self._secrets else {}
         done = {text: known[text] if text in known else _redact(text, secrets, None)
                 for text in texts}
-        self._secrets, self._done = hash(secrets), done
+        self._secrets, self._done = secrets, done
         return [done[text] for text in texts]
 
     def clear(self) -> None:
