@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from tests.support.webapp import (
     REPO,
     ROOMY_MATH_S,
     chat_text,
+    free_port,
     loopback_client,
     serve_in_process,
     use_scripted,
@@ -26,7 +28,14 @@ from treadwise.models import short_label
 from treadwise.models.local import bundled_specs
 from treadwise.settings import Settings
 from treadwise.testing.fakes import ScriptedModel
-from treadwise.web.gradio_app import create_app, launch_kwargs
+from treadwise.web.gradio_app import (
+    PROGRESS_POLL_S,
+    QUEUE_POLL_S,
+    create_app,
+    launch_kwargs,
+    pace_queue,
+    start,
+)
 
 OFFLINE = ("offline (rule-based, not an LLM)", "offline")
 
@@ -67,6 +76,34 @@ def test_launch_options_are_safe_by_default(monkeypatch: pytest.MonkeyPatch):
     assert demo._queue.default_concurrency_limit >= 4
     assert Path(demo.GRADIO_CACHE).is_relative_to(settings.data_dir.resolve()), \
         "served copies stay in the data dir, not the system temp dir"
+
+
+def test_the_running_queue_looks_for_work_every_20_ms_not_every_millisecond() -> None:
+    """Gradio 6.31's queue looks for a new event every 1 ms (progress every 10 ms) while it has
+    none: an idle app used about 8% of a core (benchmarks/idle_app.py). The app's queue, once
+    launched, waits QUEUE_POLL_S and PROGRESS_POLL_S between looks, and Gradio's loops read
+    those settings (a Gradio that renamed them would leave the app polling again)."""
+    import inspect
+
+    from gradio.queueing import Queue
+
+    assert "self.sleep_when_free" in inspect.getsource(Queue.start_processing)
+    assert "self.progress_update_sleep_when_free" in inspect.getsource(Queue.start_progress_updates)
+    settings = dataclasses.replace(Settings.from_env(), port=free_port())
+    demo = create_app(settings)
+    start(demo, settings, quiet=True, prevent_thread_lock=True)
+    try:
+        assert (demo._queue.sleep_when_free, demo._queue.progress_update_sleep_when_free) == \
+            (QUEUE_POLL_S, PROGRESS_POLL_S) == (0.02, 0.1)
+        assert httpx.get(demo.local_url + "config").status_code == 200
+    finally:
+        demo.close()
+    # Longer waits a queue was given are kept; something that is not a queue is left alone.
+    slow = type("Queue", (), {"sleep_when_free": 0.05, "progress_update_sleep_when_free": 0.01})
+    demo.__dict__["_queue"] = slow
+    pace_queue(demo)
+    assert (slow.sleep_when_free, slow.progress_update_sleep_when_free) == (0.05, 0.1)
+    pace_queue(object())  # type: ignore[arg-type]
 
 
 def test_host_and_port_come_from_the_environment(monkeypatch: pytest.MonkeyPatch):

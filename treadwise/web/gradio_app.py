@@ -23,6 +23,12 @@ CONCURRENCY = 32
 MAX_QUEUE = 128
 MAX_FILE_SIZE = "1mb"  # the page takes no uploads; this bounds anything posted anyway
 CACHE_CLEANUP = (3600, 24 * 3600)  # every hour, drop cached plots and exports older than a day
+# How often Gradio's queue looks for a new event to start, and for progress to send, while it has
+# none. Gradio 6.31 looks every 1 ms and 10 ms on Linux (every 50 and 100 ms on Windows), which
+# keeps an idle app at about 7% of a core (benchmarks/idle_app.py). A turn now waits at most
+# 20 ms to start; replies, streamed as they come, are not paced by either.
+QUEUE_POLL_S = 0.02
+PROGRESS_POLL_S = 0.1
 
 
 def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None = None, *,
@@ -58,7 +64,19 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
                             guard(section, access)
                         section.build(demo)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=MAX_QUEUE)
+    pace_queue(demo)
     return demo
+
+
+def pace_queue(demo: gr.Blocks) -> None:
+    """Have `demo`'s queue look for work every QUEUE_POLL_S (progress every PROGRESS_POLL_S)
+    while it has none, instead of Gradio's every millisecond; a Gradio whose queue has no such
+    setting is left as it is."""
+    queue = getattr(demo, "_queue", None)
+    for name, seconds in (("sleep_when_free", QUEUE_POLL_S),
+                          ("progress_update_sleep_when_free", PROGRESS_POLL_S)):
+        if isinstance(getattr(queue, name, None), (int, float)):
+            setattr(queue, name, max(getattr(queue, name), seconds))
 
 
 def launch_kwargs(settings: Settings) -> dict[str, Any]:

@@ -1,0 +1,65 @@
+"""An idle `python app.py` (started, nobody on the page): CPU used while it waits, with Gradio's
+queue as it ships (looking for work every millisecond, the baseline) and as the app paces it
+(treadwise/web/gradio_app.py `pace_queue`), interleaved in the same run."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+ROUNDS = 3
+IDLE_S = 15.0
+PACED = "from treadwise.web.gradio_app import serve; serve()"
+# The same app with pace_queue left out: Gradio's own polling.
+AS_SHIPPED = ("import treadwise.web.gradio_app as app; app.pace_queue = lambda demo: None; "
+              "app.serve()")
+
+
+def idle_cpu(code: str, port: int) -> float:
+    """Core-seconds the app's process used over IDLE_S once it answers."""
+    with tempfile.TemporaryDirectory() as data:
+        env = {**os.environ, "TREADWISE_PORT": str(port), "TREADWISE_DATA_DIR": data}
+        process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or process.poll() is not None:
+                        raise RuntimeError("the app did not start") from None
+                    time.sleep(0.5)
+            time.sleep(5)  # the agent warms up in the background after the page answers
+            watched = psutil.Process(process.pid)
+            before = sum(watched.cpu_times()[:2])
+            time.sleep(IDLE_S)
+            return sum(watched.cpu_times()[:2]) - before
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def main() -> None:
+    samples: dict[str, list[float]] = {AS_SHIPPED: [], PACED: []}
+    for round_ in range(ROUNDS):
+        for n, code in enumerate(samples):
+            samples[code].append(idle_cpu(code, 7900 + 2 * round_ + n))
+    base, now = statistics.median(samples[AS_SHIPPED]), statistics.median(samples[PACED])
+    print(f"idle app over {IDLE_S:g} s, median of {ROUNDS}: Gradio's queue as shipped "
+          f"{base:.2f} core-s ({base / IDLE_S:.3f} of a core), paced {now:.2f} core-s "
+          f"({now / IDLE_S:.3f}); ratio {now / base:.2f} (lower is better)")
+
+
+if __name__ == "__main__":
+    main()
