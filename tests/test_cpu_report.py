@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.support.probe import run_probe
 
 BURN = 0.4  # CPU seconds each probe burns
@@ -39,6 +41,9 @@ def test_with_a_fixture_costly_to_set_up_and_tear_down(costly):
 '''
 
 
+# A pytest run with two workers of its own (about 10 core-seconds): a check of a developer's
+# tool, not of the product, so not for the quick run.
+@pytest.mark.slow
 def test_tests_and_files_are_ranked_by_the_cpu_they_used(tmp_path) -> None:
     done = run_probe(tmp_path, PROBE, "-n", "2", "-p", "tests.support.cpu_report")
     out = done.stdout
