@@ -23,10 +23,11 @@ CONCURRENCY = 32
 MAX_QUEUE = 128
 MAX_FILE_SIZE = "1mb"  # the page takes no uploads; this bounds anything posted anyway
 CACHE_CLEANUP = (3600, 24 * 3600)  # every hour, drop cached plots and exports older than a day
-# How often Gradio's queue looks for a new event to start, and for progress to send, while it has
-# none. Gradio 6.31 looks every 1 ms and 10 ms on Linux (every 50 and 100 ms on Windows), which
-# keeps an idle app at about 7% of a core (benchmarks/idle_app.py). A turn now waits at most
-# 20 ms to start; replies, streamed as they come, are not paced by either.
+# How often Gradio's queue looks again for an event to start while it has nothing it can start
+# (nothing queued, or every slot busy), and for progress to send. Gradio 6.31 looks every 1 ms
+# and 10 ms on Linux (every 50 and 100 ms on Windows), which keeps an idle app at about 8% of a
+# core (benchmarks/idle_app.py). A turn now waits at most 20 ms more to start; replies, streamed
+# as they come, are not paced by either.
 QUEUE_POLL_S = 0.02
 PROGRESS_POLL_S = 0.1
 
@@ -69,9 +70,10 @@ def create_app(settings: Settings | None = None, agent: Agent | LazyAgent | None
 
 
 def pace_queue(demo: gr.Blocks) -> None:
-    """Have `demo`'s queue look for work every QUEUE_POLL_S (progress every PROGRESS_POLL_S)
-    while it has none, instead of Gradio's every millisecond; a Gradio whose queue has no such
-    setting is left as it is."""
+    """Have `demo`'s queue look again for work every QUEUE_POLL_S (progress every
+    PROGRESS_POLL_S) while it has nothing it can start, instead of Gradio's every millisecond;
+    a longer wait already set is kept, and a Gradio whose queue has no such setting is left as
+    it is."""
     queue = getattr(demo, "_queue", None)
     for name, seconds in (("sleep_when_free", QUEUE_POLL_S),
                           ("progress_update_sleep_when_free", PROGRESS_POLL_S)):
