@@ -10,12 +10,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.support.webapp import free_port, stop, wait_for_200  # noqa: E402
+
 ROUNDS = 3
 IDLE_S = 15.0
 PACED = "from treadwise.web.gradio_app import serve; serve()"
@@ -24,37 +27,30 @@ AS_SHIPPED = ("import treadwise.web.gradio_app as app; app.pace_queue = lambda d
               "app.serve()")
 
 
-def idle_cpu(code: str, port: int) -> float:
+def idle_cpu(code: str) -> float:
     """Core-seconds the app's process used over IDLE_S once it answers."""
+    port = free_port()
     with tempfile.TemporaryDirectory() as data:
         env = {**os.environ, "TREADWISE_PORT": str(port), "TREADWISE_DATA_DIR": data}
         process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   text=True)
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or process.poll() is not None:
-                        raise RuntimeError("the app did not start") from None
-                    time.sleep(0.5)
+            wait_for_200(f"http://127.0.0.1:{port}/", process, 120)
             time.sleep(5)  # the agent warms up in the background after the page answers
             watched = psutil.Process(process.pid)
             before = sum(watched.cpu_times()[:2])
             time.sleep(IDLE_S)
             return sum(watched.cpu_times()[:2]) - before
         finally:
-            process.terminate()
-            process.wait(timeout=30)
+            stop(process)
 
 
 def main() -> None:
     samples: dict[str, list[float]] = {AS_SHIPPED: [], PACED: []}
-    for round_ in range(ROUNDS):
-        for n, code in enumerate(samples):
-            samples[code].append(idle_cpu(code, 7900 + 2 * round_ + n))
+    for _ in range(ROUNDS):
+        for code in samples:
+            samples[code].append(idle_cpu(code))
     base, now = statistics.median(samples[AS_SHIPPED]), statistics.median(samples[PACED])
     print(f"idle app over {IDLE_S:g} s, median of {ROUNDS}: Gradio's queue as shipped "
           f"{base:.2f} core-s ({base / IDLE_S:.3f} of a core), paced {now:.2f} core-s "
