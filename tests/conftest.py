@@ -181,12 +181,16 @@ def dask_cluster():
 
 @pytest.fixture(scope="session")
 def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new, plain virtual environment for install tests (the python inside it)."""
+    """A new, plain virtual environment for install tests (the python inside it). It holds no
+    pip of its own: bootstrapping one (ensurepip) cost 6.5 core-s, and a first run of a fresh
+    pip compiles its modules again; the tests run this interpreter's pip into it instead
+    (`pip --python`, tests/test_packaging.py), which installs exactly as a pip inside would."""
     import subprocess
     import sys
 
     folder = tmp_path_factory.mktemp("fresh-venv")
-    subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")],
+                   check=True, timeout=300)
     return folder / "venv" / "bin" / "python"
 
 

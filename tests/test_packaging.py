@@ -54,7 +54,10 @@ HARNESS = ("import experiments.cli, experiments.analyse.report, experiments.live
 
 
 def pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(python), "-m", "pip", "--disable-pip-version-check", *args],
+    """pip run for the venv of `python`: this interpreter's pip, which `--python` starts again
+    under the venv's interpreter (pip 22.3+), so it installs into the venv as its own would."""
+    return subprocess.run([sys.executable, "-m", "pip", "--python", str(python),
+                           "--disable-pip-version-check", *args],
                           capture_output=True, text=True, timeout=1500, env=clean_env())
 
 
