@@ -226,6 +226,63 @@ def test_the_picked_temperature_reaches_the_provider(monkeypatch: pytest.MonkeyP
         chatbot[-1:])
 
 
+def test_plots_skip_gradios_per_update_checks_are_served_and_still_cleaned_up(
+        monkeypatch: pytest.MonkeyPatch):
+    """Every update of a turn carries every plot of the conversation; Gradio checks each file
+    of each update (a dozen path resolutions) unless it sits in a static folder. The chat's
+    plots do (web/files.py ShownPlots): no plot meets those checks, each is still served, and
+    Gradio's cleaner still removes them, as it did the copies it made itself."""
+    import gradio.processing_utils as processing
+    from gradio.data_classes import _StaticFiles
+    from gradio.route_utils import delete_files_created_by_app
+
+    import treadwise.web.gradio_app as gradio_app
+    from treadwise.web.files import SHOWN_DIR, cache_dir
+
+    monkeypatch.setenv("TREADWISE_MATH_TIMEOUT_S", str(ROOMY_MATH_S))
+    built: list = []
+    monkeypatch.setattr(gradio_app, "create_app", lambda *args, **kwargs: built.append(
+        create_app(*args, **kwargs)) or built[-1])
+    checked: list[str] = []
+    check = processing._check_allowed
+    monkeypatch.setattr(processing, "_check_allowed", lambda path, *args: checked.append(
+        str(path)) or check(path, *args))
+    settings = Settings.from_env()
+    folder = (cache_dir(settings) / SHOWN_DIR).resolve()
+    with serve_in_process(settings, Agent(settings)) as url:
+        client = loopback_client(url, download_files=False)
+        send(client, "Calculate the integral of x² from 0 to 3")
+        shown = send(client, "Calculate the integral of x² from 0 to 2")
+        plots = [Path(item["value"]["path"]) for m in shown for item in m["content"]
+                 if item.get("type") == "component" and item.get("component") == "image"]
+        assert len(plots) == 2 and all(p.parent.parent == folder for p in plots), plots
+        # The turn's exports were checked, so the spy sees what Gradio checks; no plot was.
+        assert checked and not [p for p in checked if SHOWN_DIR in Path(p).parts], checked
+        assert _StaticFiles.all_paths[0] == folder and _StaticFiles.all_paths.count(folder) == 1
+        for plot in plots:
+            served = httpx.get(f"{url}gradio_api/file={plot}")
+            assert served.status_code == 200 and served.content.startswith(b"\x89PNG")
+        (demo,) = built
+        assert {str(p) for p in plots} <= set().union(*demo.temp_file_sets)
+        delete_files_created_by_app(demo, None)  # what the app's delete_cache runs
+        assert not [p for p in plots if p.exists()]
+
+
+def test_a_second_app_in_the_process_takes_the_static_place_of_the_first(tmp_path: Path):
+    """The static folders are the process's, walked for every file of every update: an app
+    built after another replaces the first one's folder rather than adding to the list."""
+    from gradio.data_classes import _StaticFiles
+
+    from treadwise.web.files import SHOWN_DIR
+
+    create_app(Settings(data_dir=tmp_path / "one"))
+    before = len(_StaticFiles.all_paths)
+    create_app(Settings(data_dir=tmp_path / "two"))
+    ours = [p for p in _StaticFiles.all_paths if p.name == SHOWN_DIR]
+    assert len(_StaticFiles.all_paths) == before
+    assert ours == [(tmp_path / "two" / "web-cache" / SHOWN_DIR).resolve()]
+
+
 def test_data_dir_files_dotenv_and_system_files_are_never_served(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)

@@ -19,7 +19,7 @@ from treadwise.tools.web import status_note as web_status_note
 from treadwise.web.access import Access, accept_any
 from treadwise.web.chat_keep import Keeping, link_note
 from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
-from treadwise.web.files import publish_png
+from treadwise.web.files import ShownPlots
 from treadwise.web.forget import forget_button, wire
 from treadwise.web.hooks import ChatHook, ChatHooks, Choice
 from treadwise.web.render import LATEX_DELIMITERS, render
@@ -71,6 +71,7 @@ class ChatTab:
         self.keeping = Keeping(settings)
         self.hooks = ChatHooks(hooks)  # see web/hooks.py
         self.cache_dir = ""
+        self.shown: ShownPlots | None = None
 
     def build(self, demo: gr.Blocks) -> None:
         session = gr.State(new_session)
@@ -88,6 +89,8 @@ class ChatTab:
                                 "monitoring, or a math problem. Tool steps and plots appear "
                                 "here as the assistant works.")
                 self.cache_dir = chatbot.GRADIO_CACHE
+                self.shown = ShownPlots(self.cache_dir)
+                self.shown.serve(demo)
                 with gr.Row(equal_height=True, elem_classes="tw-compose"):
                     message = gr.Textbox(
                         show_label=False, elem_id="message", lines=1, max_lines=8, scale=8,
@@ -364,7 +367,8 @@ class ChatTab:
         if step.id in turn.plots or not step.artifacts:
             return
         found = [self.plots.find(a) for a in step.artifacts]
-        paths = [publish_png(f, self.plots_dir, self.cache_dir) for f in found if f]
+        shown = self.shown or ShownPlots(self.cache_dir)
+        paths = [shown.publish(f, self.plots_dir) for f in found if f]
         turn.plots[step.id] = [p for p in paths if p]
 
     def _view(self, session: ChatSession, *, running: bool = False,

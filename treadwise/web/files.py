@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 from pathlib import Path
+from typing import Any, ClassVar
 
 from treadwise.replace_file import replace_bytes
 from treadwise.settings import Settings
@@ -17,6 +18,7 @@ log = logging.getLogger(__name__)
 
 
 CACHE_DIR_NAME = "web-cache"
+SHOWN_DIR = "shown"  # inside the cache: the chat's plots, which Gradio serves as static files
 # Gradio serves only its own cache, so this list is the second lock, kept short on purpose:
 # every file in every chat update is checked against each entry.
 DATA_ENTRIES = ("leads.db", "memory.db", "plots", "secret.key")
@@ -89,3 +91,46 @@ def publish_png(path: str | Path, folder: Path, cache_dir: str) -> str | None:
     if not data.startswith(PNG_MAGIC):
         return None
     return save_to_cache(data, source.name, cache_dir)
+
+
+class ShownPlots:
+    """The chat's plot copies, in a folder of the cache that Gradio treats as static.
+
+    Gradio checks every file of every update of an output before it sends it: against the
+    blocked, allowed and cache folders (a dozen path resolutions a file) and whether to copy it
+    into the cache, on its event loop. A chat update holds every plot of the conversation, so
+    with twenty plots shown these checks were 43% of the app's CPU for a turn that drew none.
+    A file inside a static folder is taken after one check that it is inside it. Only
+    publish_png writes here (PNGs from the plots folder, the bytes checked), and the cache is
+    served anyway, so nothing new can be fetched; the blocked paths still hold on every file
+    request. Gradio's cleaner (delete_cache) removes only files it was handed, so the copies
+    are handed to it here: aged out after a day and removed when the app stops, as before.
+    """
+
+    _served: ClassVar[Path | None] = None  # the folder this process registered last
+
+    def __init__(self, cache_dir: str | Path):
+        self.folder = Path(cache_dir).resolve() / SHOWN_DIR
+        self.files: set[str] = set()
+
+    def serve(self, demo: Any) -> None:
+        """Register the folder with Gradio in place of the one an earlier app of this process
+        registered (the list is the process's: every file of every update walks it), and hand
+        the copies to `demo`'s cleaner. A Gradio without static folders keeps its checks."""
+        from gradio.data_classes import _StaticFiles
+
+        paths = getattr(_StaticFiles, "all_paths", None)
+        if isinstance(paths, list):
+            paths[:] = [p for p in paths if p != ShownPlots._served]
+            paths.insert(0, self.folder)  # first: a plot is then taken after one check
+            ShownPlots._served = self.folder
+        sets = getattr(demo, "temp_file_sets", None)
+        if isinstance(sets, list) and not any(s is self.files for s in sets):
+            sets.append(self.files)
+
+    def publish(self, path: str | Path, folder: Path) -> str | None:
+        """publish_png into the folder, the copy remembered for the cleaner."""
+        copy = publish_png(path, folder, str(self.folder))
+        if copy is not None:
+            self.files.add(copy)
+        return copy
