@@ -8,6 +8,7 @@ import json
 import pytest
 
 from treadwise.errors import redact as errors_redact
+from treadwise.privacy import redaction
 from treadwise.privacy.redaction import SHAPES, is_card_number, redact, redact_tree
 
 
@@ -108,3 +109,21 @@ def test_a_text_seen_before_is_redacted_as_the_first_time(monkeypatch) -> None:
     monkeypatch.setenv("SHOP_TOKEN", "Qz7xWv3kTb9")
     assert redact(clean) == "call me on the mobile [redacted] tomorrow"
     assert "Qz7xWv3kTb9" not in json.dumps(redact_tree({"turns": [clean]}))
+
+
+def test_a_tree_is_redacted_keys_too_when_asked_with_the_environment_read_once(
+        monkeypatch) -> None:
+    """The JSON export redacts keys as well as values (with_keys), and reads the environment's
+    secrets once for the whole tree rather than once per string."""
+    monkeypatch.setenv("SHOP_TOKEN", "Qz7xWv3kTb9")
+    tree = {"Qz7xWv3kTb9": ["my password is Hunter2!Secret99", {"n": 3, "k": "Qz7xWv3kTb9"}]}
+    reads = []
+    values = redaction._secret_values
+    monkeypatch.setattr(redaction, "_secret_values", lambda: reads.append(1) or values())
+    plain = redact_tree(tree)
+    both = redact_tree(tree, with_keys=True)
+    assert reads == [1, 1]
+    assert list(plain) == ["Qz7xWv3kTb9"] and list(both) == ["[redacted]"]
+    for done in (plain, both):
+        (kept,) = done.values()
+        assert "Hunter2" not in kept[0] and kept[1] == {"n": 3, "k": "[redacted]"}

@@ -172,16 +172,19 @@ class Redactions:
         return len(self._done)
 
 
-def redact_tree(value: Any) -> Any:
-    """`value` (JSON-like: dicts, lists, strings, numbers) with every string redacted."""
-    return _redact_tree(value, _secret_values())
+def redact_tree(value: Any, *, with_keys: bool = False) -> Any:
+    """`value` (JSON-like: dicts, lists, strings, numbers) with every string redacted, and with
+    `with_keys` the dicts' keys too. The environment's secrets are read once for the whole tree:
+    read per string, they were a tenth of a chat turn's CPU in a long conversation's export."""
+    return _redact_tree(value, _secret_values(), with_keys)
 
 
-def _redact_tree(value: Any, secrets: tuple[str, ...]) -> Any:
+def _redact_tree(value: Any, secrets: tuple[str, ...], with_keys: bool = False) -> Any:
     if isinstance(value, str):
         return _redact(value, secrets, None)
     if isinstance(value, dict):
-        return {key: _redact_tree(item, secrets) for key, item in value.items()}
+        return {_redact(key, secrets, None) if with_keys and isinstance(key, str) else key:
+                _redact_tree(item, secrets, with_keys) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_redact_tree(item, secrets) for item in value]
+        return [_redact_tree(item, secrets, with_keys) for item in value]
     return value

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from treadwise.errors import redact
+from treadwise.privacy.redaction import redact_tree
 from treadwise.web.render import BACKTICKS_RE, code_block, literal_markdown, reply_markdown
 from treadwise.web.session import ChatSession, Turn
 
@@ -94,17 +95,6 @@ def markdown_parts(session: ChatSession) -> list[str]:
     return parts
 
 
-def _redacted(value: Any) -> Any:
-    """Every text in a JSON value redacted, keys included."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [_redacted(item) for item in value]
-    if isinstance(value, dict):
-        return {redact(key): _redacted(item) for key, item in value.items()}
-    return value
-
-
 def export_files(session: ChatSession, cache_dir: str,
                  resume: str | None = None) -> tuple[str, str]:
     """Write both exports into Gradio's cache; return (markdown path, json path). The JSON
@@ -115,7 +105,8 @@ def export_files(session: ChatSession, cache_dir: str,
     stem = f"treadwise-conversation-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
     # Secrets a user typed (or a model spec held) are redacted in what is written to disk;
     # the link is added after, as it is the visitor's own key to the conversation.
-    fields = _redacted(json.loads(json.dumps(conversation_json(session), default=str)))
+    fields = redact_tree(json.loads(json.dumps(conversation_json(session), default=str)),
+                         with_keys=True)
     if resume:
         fields = {"thread_id": fields.pop("thread_id"), "resume": resume, **fields}
     data = json.dumps(fields, ensure_ascii=False, indent=2)
