@@ -251,11 +251,11 @@ def test_plots_skip_gradios_per_update_checks_are_served_and_still_cleaned_up(
     folder = (cache_dir(settings) / SHOWN_DIR).resolve()
     with serve_in_process(settings, Agent(settings)) as url:
         client = loopback_client(url, download_files=False)
-        send(client, "Calculate the integral of x² from 0 to 3")
-        shown = send(client, "Calculate the integral of x² from 0 to 2")
+        # The plot is published when the turn ends; the turn's last update carries it.
+        shown = send(client, "Calculate the integral of x² from 0 to 3")
         plots = [Path(item["value"]["path"]) for m in shown for item in m["content"]
                  if item.get("type") == "component" and item.get("component") == "image"]
-        assert len(plots) == 2 and all(p.parent.parent == folder for p in plots), plots
+        assert len(plots) == 1 and plots[0].parent.parent == folder, plots
         # The turn's exports were checked, so the spy sees what Gradio checks; no plot was.
         assert checked and not [p for p in checked if SHOWN_DIR in Path(p).parts], checked
         assert _StaticFiles.all_paths[0] == folder and _StaticFiles.all_paths.count(folder) == 1
@@ -270,17 +270,26 @@ def test_plots_skip_gradios_per_update_checks_are_served_and_still_cleaned_up(
 
 def test_a_second_app_in_the_process_takes_the_static_place_of_the_first(tmp_path: Path):
     """The static folders are the process's, walked for every file of every update: an app
-    built after another replaces the first one's folder rather than adding to the list."""
+    built after another replaces the first one's folder rather than adding to the list, and
+    each app's cleaner gets its own copies."""
+    import gradio as gr
     from gradio.data_classes import _StaticFiles
 
-    from treadwise.web.files import SHOWN_DIR
+    from treadwise.web.files import SHOWN_DIR, ShownPlots
 
-    create_app(Settings(data_dir=tmp_path / "one"))
+    first, second = ShownPlots(tmp_path / "one"), ShownPlots(tmp_path / "two")
+    with gr.Blocks() as one, gr.Blocks() as two:
+        pass
+    first.serve(one)
     before = len(_StaticFiles.all_paths)
-    create_app(Settings(data_dir=tmp_path / "two"))
+    second.serve(two)
+    second.serve(two)  # twice: still one entry, one set
     ours = [p for p in _StaticFiles.all_paths if p.name == SHOWN_DIR]
     assert len(_StaticFiles.all_paths) == before
-    assert ours == [(tmp_path / "two" / "web-cache" / SHOWN_DIR).resolve()]
+    assert ours == [(tmp_path / "two" / SHOWN_DIR).resolve()]
+    assert _StaticFiles.all_paths[0] == ours[0]
+    assert [s is first.files for s in one.temp_file_sets].count(True) == 1
+    assert [s is second.files for s in two.temp_file_sets].count(True) == 1
 
 
 def test_data_dir_files_dotenv_and_system_files_are_never_served(
