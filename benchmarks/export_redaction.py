@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,21 @@ from treadwise.web.session import ChatSession, Turn
 TURNS = (30, 100)
 
 
-def conversation_seconds(turns: int, whole: bool) -> float:
-    """CPU seconds redacting the export after each of `turns` turns."""
-    session, spent = ChatSession(), 0.0
+def growing(turns: int) -> Iterator[ChatSession]:
+    """One conversation, yielded after each of its `turns` turns."""
+    session = ChatSession()
     for number in range(turns):
         text = mixed_message(1, number, "bench")
         session.turns.append(Turn(user=text, persona="friendly", persona_name="Friendly Advisor",
                                   spec="offline", model="offline", temperature=0.0,
                                   status="done", answer=f"You asked: {text}. " * 3))
+        yield session
+
+
+def conversation_seconds(turns: int, whole: bool) -> float:
+    """CPU seconds redacting the export after each of `turns` turns."""
+    spent = 0.0
+    for session in growing(turns):
         parts = markdown_parts(session)
         started = time.process_time()
         if whole:
@@ -55,12 +63,8 @@ def each_string(value: Any) -> Any:
 
 def json_seconds(turns: int, once: bool) -> float:
     """CPU seconds redacting the JSON export after each of `turns` turns."""
-    session, spent = ChatSession(), 0.0
-    for number in range(turns):
-        text = mixed_message(1, number, "bench")
-        session.turns.append(Turn(user=text, persona="friendly", persona_name="Friendly Advisor",
-                                  spec="offline", model="offline", temperature=0.0,
-                                  status="done", answer=f"You asked: {text}. " * 3))
+    spent = 0.0
+    for session in growing(turns):
         tree = json.loads(json.dumps(conversation_json(session), default=str))
         started = time.process_time()
         done = redact_tree(tree, with_keys=True) if once else each_string(tree)

@@ -4,9 +4,7 @@ queue as it ships (looking for work every millisecond, the baseline) and as the 
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,7 +15,7 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.support.webapp import free_port, stop, wait_for_200  # noqa: E402
+from tests.support.webapp import serve_subprocess  # noqa: E402
 
 ROUNDS = 3
 IDLE_S = 15.0
@@ -29,21 +27,13 @@ AS_SHIPPED = ("import treadwise.web.gradio_app as app; app.pace_queue = lambda d
 
 def idle_cpu(code: str) -> float:
     """Core-seconds the app's process used over IDLE_S once it answers."""
-    port = free_port()
-    with tempfile.TemporaryDirectory() as data:
-        env = {**os.environ, "TREADWISE_PORT": str(port), "TREADWISE_DATA_DIR": data}
-        process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   text=True)
-        try:
-            wait_for_200(f"http://127.0.0.1:{port}/", process, 120)
-            time.sleep(5)  # the agent warms up in the background after the page answers
-            watched = psutil.Process(process.pid)
-            before = sum(watched.cpu_times()[:2])
-            time.sleep(IDLE_S)
-            return sum(watched.cpu_times()[:2]) - before
-        finally:
-            stop(process)
+    with tempfile.TemporaryDirectory() as folder, \
+            serve_subprocess(Path(folder) / "data", code=code) as app:
+        time.sleep(5)  # the agent warms up in the background after the page answers
+        watched = psutil.Process(app.process.pid)
+        before = sum(watched.cpu_times()[:2])
+        time.sleep(IDLE_S)
+        return sum(watched.cpu_times()[:2]) - before
 
 
 def main() -> None:

@@ -9,9 +9,7 @@ carries all PLOTS plots, so what it costs is what Gradio does per plot per updat
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.support.soak_client import QueueSession, fn_index  # noqa: E402
-from tests.support.webapp import free_port, stop, wait_for_200  # noqa: E402
+from tests.support.webapp import serve_subprocess  # noqa: E402
 from treadwise.agent.strategies import DEFAULT_STRATEGY  # noqa: E402
 
 ROUNDS = 3
@@ -37,29 +35,19 @@ CHECKED = ("import treadwise.web.files as files; "
 
 def turn_cpu(code: str) -> float:
     """The app's core-seconds per question once the conversation holds PLOTS plots."""
-    port = free_port()
-    with tempfile.TemporaryDirectory() as data:
-        env = {**os.environ, "TREADWISE_PORT": str(port), "TREADWISE_DATA_DIR": data}
-        process = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   text=True)
-        try:
-            url = f"http://127.0.0.1:{port}/"
-            wait_for_200(url, process, 120)
-            app = psutil.Process(process.pid)
-            with QueueSession(url, fn_index(url, "send")) as tab:
-                def ask(text: str) -> None:
-                    tab.call(text, None, "friendly", "offline", "", 0.0, DEFAULT_STRATEGY)
+    with tempfile.TemporaryDirectory() as folder, \
+            serve_subprocess(Path(folder) / "data", code=code) as app, \
+            QueueSession(app.url, fn_index(app.url, "send")) as tab:
+        def ask(text: str) -> None:
+            tab.call(text, None, "friendly", "offline", "", 0.0, DEFAULT_STRATEGY)
 
-                for n in range(PLOTS):
-                    ask(f"Calculate the integral of x^2 from 0 to {n % 5 + 1}")
-                before = app.cpu_times()
-                for _ in range(TURNS):
-                    ask("What are your opening hours?")
-                after = app.cpu_times()
-        finally:
-            stop(process)
-    return (after.user + after.system - before.user - before.system) / TURNS
+        for n in range(PLOTS):
+            ask(f"Calculate the integral of x^2 from 0 to {n % 5 + 1}")
+        watched = psutil.Process(app.process.pid)
+        before = sum(watched.cpu_times()[:2])
+        for _ in range(TURNS):
+            ask("What are your opening hours?")
+        return (sum(watched.cpu_times()[:2]) - before) / TURNS
 
 
 def main() -> None:

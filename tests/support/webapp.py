@@ -92,15 +92,17 @@ class RunningApp:
 
 @contextmanager
 def serve_subprocess(data_dir: Path, cwd: Path = REPO, env: dict[str, str] | None = None,
-                     timeout_s: float = 120) -> Iterator[RunningApp]:
-    """`python app.py` as a user starts it, once it answers 200; its output goes to a log file
-    beside the data dir (a pipe nobody reads could fill and stall the app)."""
+                     timeout_s: float = 120, code: str | None = None) -> Iterator[RunningApp]:
+    """`python app.py` as a user starts it (or `python -c code`, a benchmark's variant of it),
+    once it answers 200; its output goes to a log file beside the data dir (a pipe nobody
+    reads could fill and stall the app)."""
     port = free_port()
     environment = child_environment(**{"TREADWISE_PORT": str(port),
                                        "TREADWISE_DATA_DIR": str(data_dir), **(env or {})})
     log = data_dir.parent / f"app-{port}.log"
     with open(log, "w") as output:
-        process = subprocess.Popen([sys.executable, str(REPO / "app.py")], cwd=cwd,
+        command = ["-c", code] if code is not None else [str(REPO / "app.py")]
+        process = subprocess.Popen([sys.executable, *command], cwd=cwd,
                                    env=environment, stdout=output, stderr=subprocess.STDOUT,
                                    text=True)
     app = RunningApp(f"http://127.0.0.1:{port}/", process, log)
