@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,7 +26,7 @@ from treadwise.safemath import (
     get_engine,
     timeout_from_env,
 )
-from treadwise.safemath.worker import Limits
+from treadwise.safemath.worker import NICENESS, Limits
 
 SLOW = "exp(x^2)*sin(x)^3*ln(x)"  # sympy works on its antiderivative for far longer than 2 s
 
@@ -232,3 +233,39 @@ def test_an_alarm_that_rang_in_a_callback_leaves_no_traceback_in_the_log(hook: s
     assert done.returncode == 0, done.stderr
     assert "ValueError: a real fault" in done.stderr
     assert ("OutOfTime" in done.stderr) == (hook == "python")
+
+
+# The real template, with one line added: the niceness it warms up at, printed first.
+WARM_UP_NICENESS = """
+import os, sys
+from treadwise.safemath import worker
+warm_up = worker.warm_up
+def noted():
+    print(os.getpriority(os.PRIO_PROCESS, 0), flush=True)
+    warm_up()
+worker.warm_up = noted
+worker.template_main(int(sys.argv[1]), 1 << 30, 32 << 20)
+"""
+
+
+def test_the_template_warms_up_at_the_apps_priority_and_only_its_workers_yield() -> None:
+    """Niced before its warm-up (a few core-seconds of imports and first jobs), the template got
+    so small a share of a busy machine that its start outran the pool's 60 s limit and every
+    math tool failed: 57.9 s with six busy processes on two cores, against 2.0 s idle. It warms
+    up at the app's priority and is niced after, before any worker is forked from it."""
+    ours, theirs = socket.socketpair()
+    template = subprocess.Popen(
+        [sys.executable, "-c", WARM_UP_NICENESS, str(theirs.fileno())],
+        pass_fds=[theirs.fileno()], stdout=subprocess.PIPE, text=True,
+        cwd=Path(treadwise.safemath.__file__).parents[2])
+    theirs.close()
+    try:
+        ours.settimeout(120)
+        assert ours.recv(1) == b"R"
+        ours_niceness = os.getpriority(os.PRIO_PROCESS, 0)
+        assert template.stdout is not None
+        assert int(template.stdout.readline()) == ours_niceness
+        assert psutil.Process(template.pid).nice() == min(19, ours_niceness + NICENESS)
+    finally:
+        ours.close()
+        template.wait(30)

@@ -48,10 +48,13 @@ def template_main(fd: int, memory_bytes: int, file_bytes: int) -> None:
     from treadwise.safemath.jobs import drop_missed_alarm
 
     sys.unraisablehook = drop_missed_alarm  # no traceback in the server's log for a handled ring
-    # Math yields the CPU to the process serving people: a crowd of slow solves must not slow
-    # every other turn's replies (the workers forked from here inherit it).
-    os.nice(NICENESS)
     warm_up()
+    # Math yields the CPU to the process serving people: a crowd of slow solves must not slow
+    # every other turn's replies (the workers forked from here inherit it). Only after the
+    # warm-up: niced, its few core-seconds got so small a share of a busy machine that the
+    # start outran START_TIMEOUT_S (57.9 s with six busy processes on two cores, against 2.0 s
+    # idle) and every math tool failed with "could not start its worker template".
+    os.nice(NICENESS)
     limits = Limits(memory_bytes, file_bytes)
     control = socket.socket(fileno=fd)
     try:
