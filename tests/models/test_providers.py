@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import threading
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
+from tests.conftest import REPO
 from tests.support.loopback import GeminiServer, OpenAIServer, Reply, scripted, tool_then_answer
 from treadwise.agent import Agent, TextDelta, TurnFinished
 from treadwise.errors import ModelConfigError
@@ -205,3 +210,87 @@ def test_every_provider_retries_in_our_transport_only(openai_server, monkeypatch
     assert len(openai_server.requests) == 3 and retry_waits == [0.5, 1.0]  # backing off
     gemini = resolve_model("google_genai:gemini-2.0-flash", reached({"GOOGLE_API_KEY": "AIza-x"}))
     assert gemini.max_retries == 1  # google-genai counts attempts: one, no SDK retries
+
+
+# A new process whose first turns all start at once on eight threads, as a Dask worker's or the
+# runner's threads start a sweep: the provider SDKs' reply models (openai's, google-genai's) are
+# built by pydantic on first use, and pydantic 2.13 let two threads build one at the same time
+# (PydanticUserError or AttributeError in the turn). Threads switch as often as the interpreter
+# can, as they do on a loaded machine, where a sweep once failed this way.
+FIRST_TURNS_AT_ONCE = """
+import os, pathlib, sys, tempfile, threading
+from tests.support.loopback import GeminiServer, OpenAIServer, tool_then_answer
+from treadwise.agent import Agent
+from treadwise.settings import Settings
+
+HOURS = tool_then_answer("get_business_info", {"topic": "hours"})
+with OpenAIServer(HOURS) as openai, GeminiServer(HOURS) as gemini:
+    os.environ.update({"OPENAI_BASE_URL": openai.url + "/v1", "OPENAI_API_KEY": "sk-loopback",
+                       "TREADWISE_GEMINI_BASE_URL": gemini.url, "GOOGLE_API_KEY": "AIza-loopback"})
+    agent = Agent(Settings(data_dir=pathlib.Path(tempfile.mkdtemp()), timeout_s=60),
+                  toolsets=("business",))
+    for spec in ("openai:gpt-4o-mini", "google_genai:gemini-2.0-flash"):
+        start, answers = threading.Barrier(8), []
+
+        def turn():
+            start.wait()
+            result = agent.run("What are your opening hours?", model=spec)
+            answers.append(result.error.message if result.error else result.answer)
+
+        sys.setswitchinterval(1e-6)
+        threads = [threading.Thread(target=turn) for _ in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        sys.setswitchinterval(0.005)
+        print(spec, sorted(set(answers)))
+"""
+
+
+def test_a_new_processs_first_turns_on_many_threads_at_once_all_answer(tmp_path):
+    done = subprocess.run([sys.executable, "-c", FIRST_TURNS_AT_ONCE], cwd=REPO, timeout=300,
+                          capture_output=True, text=True,
+                          env={**os.environ, "TREADWISE_DATA_DIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.splitlines()
+    assert [line.split(" ", 1)[0] for line in printed] == ["openai:gpt-4o-mini",
+                                                           "google_genai:gemini-2.0-flash"]
+    for line in printed:
+        assert "went wrong" not in line and "Opening hours" in line, line
+
+
+def test_a_model_built_on_first_use_is_built_once_however_many_threads_first_use_it():
+    """The pydantic the project pins (2.14+) builds a deferred model under a lock: fresh
+    models first used by eight threads at once, forty times, never fail. pydantic 2.13 failed
+    one to five of the 320 uses here; the product test above needs a new process per try."""
+    failures: list[str] = []
+
+    def one_round() -> None:
+        class Tyre(BaseModel):
+            model_config = ConfigDict(defer_build=True)
+            size: str
+
+        class Order(BaseModel):
+            model_config = ConfigDict(defer_build=True)
+            tyres: list[Tyre]
+
+        start = threading.Barrier(8)
+
+        def use() -> None:
+            start.wait()
+            try:
+                Order.model_validate({"tyres": [{"size": "205/55R16"}]})
+            except Exception as error:  # noqa: BLE001 - what the race raises is what we count
+                failures.append(type(error).__name__)
+
+        threads = [threading.Thread(target=use) for _ in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(40):
+            one_round()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
