@@ -155,6 +155,12 @@ def test_specs_parse_and_bad_ones_are_explained():
     assert parse_spec("gemini-2.0-flash") == ("google_genai", "gemini-2.0-flash")
     with pytest.raises(ModelConfigError, match="provider:model"):
         parse_spec("nonsense")
+    # Not "install langchain-gemini" (no such package) nor LangChain's Vertex AI guess.
+    with pytest.raises(ModelConfigError, match="write Gemini models as "
+                                               "google_genai:gemini-2.5-flash$"):
+        parse_spec("gemini:gemini-2.5-flash")
+    with pytest.raises(ModelConfigError, match="google_genai:gemini-2.0-flash$"):
+        resolve_model("google:gemini-2.0-flash")
 
 
 def test_pickers_offer_providers_only_when_their_key_is_set():

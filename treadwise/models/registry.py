@@ -48,6 +48,9 @@ PACKAGES: dict[str, str] = {
     "mistralai": "langchain-mistralai",
     "groq": "langchain-groq",
 }
+# Prefixes people write for a built-in provider's models. LangChain reads "gemini:..." as a
+# Vertex AI model name; a provider registered under one of these (an entry point, an app) wins.
+GUESSED_PREFIXES: dict[str, str] = {"gemini": "google_genai", "google": "google_genai"}
 
 
 def provider(name: str) -> Callable[[Provider], Provider]:
@@ -86,7 +89,11 @@ def parse_spec(spec: str) -> tuple[str, str]:
         return "offline", "rule-based"
     name, sep, model = spec.partition(":")
     if sep and name and model:
-        return name.strip(), model.strip()
+        name, model = name.strip(), model.strip()
+        if name in GUESSED_PREFIXES and find_provider(name) is None:
+            raise ModelConfigError(f"there is no model provider {name!r}: write Gemini models "
+                                   f"as {GUESSED_PREFIXES[name]}:{model}")
+        return name, model
     if spec.startswith(("gpt-", "o1", "o3", "o4")):
         return "openai", spec
     if spec.startswith("gemini-"):
