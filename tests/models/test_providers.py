@@ -252,6 +252,7 @@ with OpenAIServer(HOURS) as openai, GeminiServer(HOURS) as gemini:
 """
 
 
+@pytest.mark.slow  # a new process (7.8 core-s); the in-process test below stays quick
 def test_a_new_processs_first_turns_on_many_threads_at_once_all_answer(tmp_path):
     done = subprocess.run([sys.executable, "-c", FIRST_TURNS_AT_ONCE], cwd=REPO, timeout=300,
                           capture_output=True, text=True,

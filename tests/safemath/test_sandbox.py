@@ -248,6 +248,7 @@ worker.template_main(int(sys.argv[1]), 1 << 30, 32 << 20)
 """
 
 
+@pytest.mark.slow  # a template of its own, warmed up: 6.7 core-s, the most of any quick test
 def test_the_template_warms_up_at_the_apps_priority_and_only_its_workers_yield() -> None:
     """Niced before its warm-up (a few core-seconds of imports and first jobs), the template got
     so small a share of a busy machine that its start outran the pool's 60 s limit and every
