@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments.define.grid import Case, case_json
-from experiments.run.cluster_worker import RunSpec, SweepOnWorker, is_local, resource, run_cases
+from experiments.run.cluster_worker import RunSpec, SweepOnWorker, run_cases
 from experiments.run.lanes import GONE, LOST, RECORD, Event
+from experiments.run.placement import is_local, resource
 from experiments.store.run_store import GRID_COPY, PRICES_COPY
 
 LOCAL = "local"

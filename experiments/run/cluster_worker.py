@@ -12,23 +12,12 @@ from typing import Any
 
 from distributed import WorkerPlugin, get_worker
 
+from experiments.run.placement import is_local, resource
 from experiments.store.record import CaseRecord
 from experiments.store.run_store import GRID_COPY, PRICES_COPY, SCENARIOS_COPY
 
-LOCAL_PREFIX = "local:"
 # The runs this worker process has been given, by run id (a worker may serve several clients).
 _RUNS: dict[str, SweepOnWorker] = {}
-
-
-def is_local(spec: str) -> bool:
-    """A model that runs inside the worker (llama.cpp), so only where its file is."""
-    return spec.startswith(LOCAL_PREFIX)
-
-
-def resource(spec: str) -> str:
-    """The Dask resource a worker offers to run a local model: its spec without ?settings
-    (local:smollm2?decoding=free runs where local:smollm2 is)."""
-    return spec.split("?", 1)[0]
 
 
 @dataclass(frozen=True)

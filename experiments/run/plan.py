@@ -9,7 +9,7 @@ from pathlib import Path
 
 from experiments.define.grid import Case, Grid, load_grid
 from experiments.run.case_limit import LimitTooSmall, trim
-from experiments.run.cluster_worker import is_local, resource
+from experiments.run.placement import is_local, resource
 from experiments.run.prepare import Prepared, prepare
 from experiments.store.run_store import (
     GRID_COPY,

@@ -17,6 +17,7 @@ from experiments.define.grid import DEFAULT_GRID, Case, Grid, load_grid
 from experiments.define.prices import load_prices
 from experiments.run.budget import Budget
 from experiments.run.lanes import GONE, LOST, LaneGone, LocalLane
+from experiments.run.placement import is_local
 from experiments.run.plan import SweepError, SweepPlan, plan_sweep, saved_grid
 from experiments.run.prepare import CASES_DIR, strategies_supported
 from experiments.run.progress import Progress, Tally, TerminalBar
@@ -145,7 +146,6 @@ def _plan(grid: Grid, store: RunWriter, resume: bool, options: dict[str, Any]) -
 def _join_cluster(plan: SweepPlan, address: str) -> Any:
     """Connect to (or start) the cluster and place the plan's local models on it."""
     from experiments.run.cluster import connect
-    from experiments.run.cluster_worker import is_local
 
     workers = plan.workers if plan.workers > 1 else (os.cpu_count() or 1)
     local = [m for m in plan.grid.models if is_local(m) and m not in plan.skipped]
