@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -253,12 +254,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Markers from the fixtures each test uses; files with a slow test first, each file's tests
-    kept together and in order.
-
-    The suite is spread over pytest-xdist workers a file at a time (pyproject's addopts); a long
-    file started first runs beside the short ones instead of ending the run alone.
-    """
+    """Markers from the fixtures each test uses (before `-m` selects by them)."""
     for item in items:
         for name in getattr(item, "fixturenames", ()):
             if name in SERVICE_FIXTURES:
@@ -266,9 +262,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marked = {mark.name for mark in item.iter_markers()}
         if not marked & (SERVICE_MARKERS | {"slow"}):
             item.add_marker("quick")
-    slow = {item.path for item in items
-            if {mark.name for mark in item.iter_markers()} & (SERVICE_MARKERS | {"slow"})}
-    items.sort(key=lambda item: item.path not in slow)
+
+
+class FileOrder:
+    """The selected tests' files in the order workers get them: files with a slow test first,
+    then the files with the most tests, each file's tests kept together and in order.
+
+    The suite is spread over pytest-xdist workers a file at a time (pyproject's addopts); a long
+    file started first runs beside the short ones instead of ending the run alone. Ordered after
+    `-m` has selected: in the quick run, in collection order, its longest files (the offline
+    conversations, the math tools) came last and each ended the run on one worker.
+    """
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        slow = {item.path for item in items
+                if {mark.name for mark in item.iter_markers()} & (SERVICE_MARKERS | {"slow"})}
+        size = Counter(item.path for item in items)
+        items.sort(key=lambda item: (item.path not in slow, -size[item.path]))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(FileOrder(), "treadwise-file-order")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -332,6 +332,7 @@ def test_a_local_models_cases_go_to_workers_offering_it_whatever_its_settings():
     assert resource("local:/models/x.gguf") == "local:/models/x.gguf"
 
 
+@pytest.mark.slow  # a new process and a sweep in it, to see what it imported
 def test_a_sweep_on_one_machine_never_imports_dask(repo, tmp_path):
     """Dask is for `--cluster` only: a new process running a sweep here (and the app's runs
     tab) never imports it, which cost every sweep's start 0.6 s when planning did."""
