@@ -48,9 +48,10 @@ PACKAGES: dict[str, str] = {
     "mistralai": "langchain-mistralai",
     "groq": "langchain-groq",
 }
-# Prefixes people write for a built-in provider's models. LangChain reads "gemini:..." as a
-# Vertex AI model name; a provider registered under one of these (an entry point, an app) wins.
-GUESSED_PREFIXES: dict[str, str] = {"gemini": "google_genai", "google": "google_genai"}
+# Prefixes people write for Gemini models, which are google_genai:... here. LangChain reads
+# "gemini:..." as a Vertex AI model name; a provider registered under one of these (an entry
+# point, an app) wins.
+GEMINI_GUESSES = ("gemini", "google")
 
 
 def provider(name: str) -> Callable[[Provider], Provider]:
@@ -90,9 +91,9 @@ def parse_spec(spec: str) -> tuple[str, str]:
     name, sep, model = spec.partition(":")
     if sep and name and model:
         name, model = name.strip(), model.strip()
-        if name in GUESSED_PREFIXES and find_provider(name) is None:
+        if name in GEMINI_GUESSES and find_provider(name) is None:
             raise ModelConfigError(f"there is no model provider {name!r}: write Gemini models "
-                                   f"as {GUESSED_PREFIXES[name]}:{model}")
+                                   f"as google_genai:{model}")
         return name, model
     if spec.startswith(("gpt-", "o1", "o3", "o4")):
         return "openai", spec
