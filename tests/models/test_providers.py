@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -224,7 +223,7 @@ def test_every_provider_retries_in_our_transport_only(openai_server, monkeypatch
 # (PydanticUserError or AttributeError in the turn). Threads switch as often as the interpreter
 # can, as they do on a loaded machine, where a sweep once failed this way.
 FIRST_TURNS_AT_ONCE = """
-import os, pathlib, sys, tempfile, threading
+import os, pathlib, sys, threading
 from tests.support.loopback import GeminiServer, OpenAIServer, tool_then_answer
 from treadwise.agent import Agent
 from treadwise.settings import Settings
@@ -233,7 +232,7 @@ HOURS = tool_then_answer("get_business_info", {"topic": "hours"})
 with OpenAIServer(HOURS) as openai, GeminiServer(HOURS) as gemini:
     os.environ.update({"OPENAI_BASE_URL": openai.url + "/v1", "OPENAI_API_KEY": "sk-loopback",
                        "TREADWISE_GEMINI_BASE_URL": gemini.url, "GOOGLE_API_KEY": "AIza-loopback"})
-    agent = Agent(Settings(data_dir=pathlib.Path(tempfile.mkdtemp()), timeout_s=60),
+    agent = Agent(Settings(data_dir=pathlib.Path(sys.argv[1]), timeout_s=60),
                   toolsets=("business",))
     for spec in ("openai:gpt-4o-mini", "google_genai:gemini-2.0-flash"):
         start, answers = threading.Barrier(8), []
@@ -245,8 +244,10 @@ with OpenAIServer(HOURS) as openai, GeminiServer(HOURS) as gemini:
 
         sys.setswitchinterval(1e-6)
         threads = [threading.Thread(target=turn) for _ in range(8)]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
         sys.setswitchinterval(0.005)
         print(spec, sorted(set(answers)))
 """
@@ -254,9 +255,8 @@ with OpenAIServer(HOURS) as openai, GeminiServer(HOURS) as gemini:
 
 @pytest.mark.slow  # a new process (7.8 core-s); the in-process test below stays quick
 def test_a_new_processs_first_turns_on_many_threads_at_once_all_answer(tmp_path):
-    done = subprocess.run([sys.executable, "-c", FIRST_TURNS_AT_ONCE], cwd=REPO, timeout=300,
-                          capture_output=True, text=True,
-                          env={**os.environ, "TREADWISE_DATA_DIR": str(tmp_path)})
+    done = subprocess.run([sys.executable, "-c", FIRST_TURNS_AT_ONCE, str(tmp_path)], cwd=REPO,
+                          timeout=300, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     printed = done.stdout.splitlines()
     assert [line.split(" ", 1)[0] for line in printed] == ["openai:gpt-4o-mini",
@@ -290,8 +290,10 @@ def test_a_model_built_on_first_use_is_built_once_however_many_threads_first_use
                 failures.append(type(error).__name__)
 
         threads = [threading.Thread(target=use) for _ in range(8)]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
