@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -106,8 +107,32 @@ def _exports(thread: str, said: list[tuple[str, Any]], cache: Path) -> str:
                      for p in export_files(session, str(cache)))
 
 
-def _files_text(data_dir: Path) -> str:
+def files_text(data_dir: Path) -> str:
+    """Every byte of every file in the data dir (databases, their WAL files), as text."""
     return " ".join(p.read_bytes().decode("latin-1") for p in data_dir.rglob("*") if p.is_file())
+
+
+def holds(text: str, secret: str) -> bool:
+    """Whether `text` keeps `secret`. A secret of digits only counts where it stands as a number
+    of its own, as it was typed: not inside a longer run of digits or letters (a hex id), nor as
+    a decimal's fraction. The files of one persona's pass over the corpus hold about 114 000
+    windows of six digits (LangGraph's random channel versions such as 0.6723185154921827,
+    timestamps to the microsecond, ids), so a six-digit PIN turned up there by chance in some
+    runs although no message holding it was stored."""
+    return _place(text, secret) >= 0
+
+
+def where(text: str, secret: str, width: int = 40) -> str:
+    """Where `holds` finds `secret` in `text` first, with a little of what surrounds it."""
+    at = _place(text, secret)
+    return repr(text[max(at - width, 0):at + len(secret) + width])
+
+
+def _place(text: str, secret: str) -> int:
+    if not secret.isdigit():
+        return text.find(secret)
+    found = re.search(rf"(?<!\w)(?<!\d\.){secret}(?!\w)", text)
+    return found.start() if found else -1
 
 
 def run_corpus(corpus: dict[str, list], personas: Iterable[str] = PERSONAS, *,
@@ -162,7 +187,7 @@ class _Pass:
                           _exports(thread, said, self.cache)])
         self.score.secrets += 1
         label = f"{self.persona}: {item['say']!r}"
-        if item["secret"] in seen:
+        if holds(seen, item["secret"]):
             self.score.leaked.append(label)
         elif len(item["secret"]) >= SHORT_SECRET:
             self.pending.append((item["secret"], label))
@@ -200,11 +225,11 @@ class _Pass:
     def at_rest(self, data_dir: Path, ordinary: str) -> None:
         """Look for every secret and erased address in the files' bytes and the exports; one
         an ordinary message holds is kept as typed there, by right."""
-        found = _files_text(data_dir) + _store_text(self.agent, self.cache)
+        found = files_text(data_dir) + _store_text(self.agent, self.cache)
         for text, label in self.pending:
-            if text in found and text not in ordinary:
+            if holds(found, text) and not holds(ordinary, text):
                 wrong = self.score.consent_wrong if ": erased " in label else self.score.leaked
-                wrong.append(f"{label} (in the files)")
+                wrong.append(f"{label} (in the files: {where(found, text)})")
 
 
 def _run_persona(agent: Agent, corpus: dict[str, list], persona: str, model: str,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.privacy.corpus_runner import holds
 from treadwise.agent import Agent
 from treadwise.models import ModelSettings, resolve_model
 from treadwise.settings import Settings
@@ -61,7 +62,7 @@ def nothing_at_rest(agent: Agent, data_dir: Path, persona: str, message: str,
     assert result.error is None and secret not in result.answer
     for path in data_dir.rglob("*"):
         if path.is_file():
-            assert secret not in path.read_bytes().decode("latin-1"), path
+            assert not holds(path.read_bytes().decode("latin-1"), secret), path
 
 
 def erasure(agent: Agent, data_dir: Path, persona: str) -> None:

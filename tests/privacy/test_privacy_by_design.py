@@ -5,13 +5,13 @@ no word "card", a math question with an address, access, others' data, honest cl
 from __future__ import annotations
 
 import io
-import re
 from pathlib import Path
 
 import psycopg
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
+from tests.privacy.corpus_runner import files_text, holds
 from treadwise.agent import Agent
 from treadwise.settings import Settings
 from treadwise.storage import open_store
@@ -28,20 +28,6 @@ LEAD = "please contact me at ana@fleetco.com about fleet pricing"
 def agent_for(data_dir: Path, database_url: str | None = None, **models) -> Agent:
     return Agent(Settings(data_dir=data_dir, database_url=database_url),
                  toolsets=("business",), models=models)
-
-
-def holds(text: str, secret: str) -> bool:
-    """Whether `text` keeps `secret`; a secret of digits only counts as a number of its own:
-    LangGraph's checkpoints keep random channel versions, and one (0.6723185154921827) held the
-    PIN 4921 of a message whose PIN was never stored."""
-    if secret.isdigit():
-        return re.search(rf"(?<!\d){secret}(?!\d)", text) is not None
-    return secret in text
-
-
-def files_text(data_dir: Path) -> str:
-    """Every byte of every file in the data dir (databases, their WAL files), as text."""
-    return " ".join(p.read_bytes().decode("latin-1") for p in data_dir.rglob("*") if p.is_file())
 
 
 @pytest.mark.parametrize("persona", PERSONAS)
