@@ -187,7 +187,8 @@ class _Pass:
                           _exports(thread, said, self.cache)])
         self.score.secrets += 1
         label = f"{self.persona}: {item['say']!r}"
-        if holds(seen, item["secret"]):
+        # Stored text, not random bytes: a secret counts wherever it is, even run into a word.
+        if item["secret"] in seen:
             self.score.leaked.append(label)
         elif len(item["secret"]) >= SHORT_SECRET:
             self.pending.append((item["secret"], label))
