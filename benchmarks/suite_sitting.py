@@ -47,10 +47,8 @@ import os
 
 def pytest_collection_modifyitems(config, items):
     keep = set(open(os.environ["SUITE_SITTING_IDS"], encoding="utf-8").read().splitlines())
-    dropped = [item for item in items if item.nodeid not in keep]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if item.nodeid in keep]
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in keep])
+    items[:] = [item for item in items if item.nodeid in keep]
 '''
 
 
@@ -135,6 +133,7 @@ def main() -> None:
         for tree in (before, after):
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO,
                            capture_output=True)
+        trees.rmdir()
 
 
 if __name__ == "__main__":
