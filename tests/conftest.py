@@ -206,10 +206,13 @@ def database_url(postgres_cluster):
 
 
 # The fixtures that start a service, and the marker a test using one (directly or through
-# another fixture) carries. `-m quick` is every test with none of them and not marked slow.
+# another fixture) carries. `-m quick` is every test with none of them and not marked slow or
+# thorough (a test whose every branch in the product cheaper quick tests also run: what
+# benchmarks/quick_coverage.py finds, and checks still holds).
 SERVICE_FIXTURES = {"postgres_cluster": "postgres", "local_model": "local_model",
                     "dask_cluster": "cluster", "chromium": "browser", "fresh_venv": "install"}
 SERVICE_MARKERS = frozenset(SERVICE_FIXTURES.values())
+NOT_QUICK = frozenset({"slow", "thorough"})
 # Both stores, the PostgreSQL one marked: a test asking for `database_url` only for that
 # parameter (request.getfixturevalue) is then left out of `-m quick` (see the guard below).
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -260,7 +263,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if name in SERVICE_FIXTURES:
                 item.add_marker(SERVICE_FIXTURES[name])
         marked = {mark.name for mark in item.iter_markers()}
-        if not marked & (SERVICE_MARKERS | {"slow"}):
+        if not marked & (SERVICE_MARKERS | NOT_QUICK):
             item.add_marker("quick")
 
 

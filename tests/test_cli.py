@@ -105,6 +105,7 @@ def test_a_real_provider_without_its_key_is_one_line_without_traceback():
     assert "OPENAI_API_KEY" in json.loads(as_json.stdout)["error"]["message"]
 
 
+@pytest.mark.thorough
 def test_a_provider_failure_exits_1_with_json_and_no_traceback(tmp_path):
     env = {"OPENAI_API_KEY": "sk-test-unreachable", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
            "TREADWISE_MAX_RETRIES": "0"}

@@ -14,6 +14,7 @@ from treadwise.replace_file import STAGING_SUFFIX, replace_bytes, replace_text, 
 ONE, TWO = b"1" * 2**20, b"2" * 2**20 + b"\n"
 
 
+@pytest.mark.thorough
 def test_a_reader_sees_the_old_file_or_the_new_never_half(tmp_path):
     path = tmp_path / "chart.png"
     replace_bytes(path, ONE)

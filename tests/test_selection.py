@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, SERVICE_FIXTURES, SERVICE_MARKERS
+from tests.conftest import NOT_QUICK, REPO, SERVICE_FIXTURES, SERVICE_MARKERS
 from tests.support.probe import run_probe
 
 # One collection of the whole suite (about 10 s): not for the quick run itself.
@@ -51,9 +51,9 @@ def test_every_test_using_a_service_fixture_carries_its_marker_and_quick_selects
                 assert marker in item["markers"], f"{nodeid} uses {fixture} but is not {marker}"
     for nodeid, item in quick.items():
         assert not set(item["fixtures"]) & set(SERVICE_FIXTURES), nodeid
-        assert not set(item["markers"]) & (SERVICE_MARKERS | {"slow"}), nodeid
+        assert not set(item["markers"]) & (SERVICE_MARKERS | NOT_QUICK), nodeid
     # Not vacuous: each service has tests, and they are all left out of the quick run.
-    for marker in SERVICE_MARKERS:
+    for marker in SERVICE_MARKERS | NOT_QUICK:
         users = [n for n, item in everything.items() if marker in item["markers"]]
         assert users and not set(users) & set(quick), marker
     assert set(quick) < set(everything)

@@ -85,6 +85,7 @@ def assert_friendly(result, kind: str) -> None:
     assert len(result.error.message) < 200
 
 
+@pytest.mark.thorough
 def test_429_with_a_short_retry_after_is_retried_and_answered(provider, data_dir, retry_waits):
     brain = scripted(Reply(status=429, headers={"Retry-After": "1"}), HOURS)
     result, _, server = run_fault(new_agent(data_dir), provider, "429, Retry-After: 1", brain)
@@ -116,6 +117,7 @@ def test_a_server_that_never_answers_is_stopped_at_the_timeout(provider, data_di
     assert elapsed >= TIMEOUT_S  # it was the timeout that ended the wait, not a refusal
 
 
+@pytest.mark.thorough
 def test_truncated_tool_call_json_does_not_end_blank(monkeypatch, data_dir):
     provider = Provider("openai", OpenAIServer, "openai:gpt-4o-mini", monkeypatch)
     broken = Reply(tool_calls=[{"name": "get_business_info", "args": {}}],
@@ -129,6 +131,7 @@ def test_truncated_tool_call_json_does_not_end_blank(monkeypatch, data_dir):
     assert result.answer.strip() and result.stopped_by_cap
 
 
+@pytest.mark.thorough
 def test_a_tool_that_does_not_exist_does_not_end_blank(provider, data_dir):
     brain = scripted(Reply(tool_calls=[{"name": "launch_rockets", "args": {}}]),
                      Reply(text="I can't do that, but I can help with tires."))
@@ -137,6 +140,7 @@ def test_a_tool_that_does_not_exist_does_not_end_blank(provider, data_dir):
     assert "launch_rockets is not a valid tool" in json.dumps(server.requests[1])
 
 
+@pytest.mark.thorough
 @pytest.mark.parametrize("fault", ["empty candidate list", "MALFORMED_FUNCTION_CALL"])
 def test_gemini_empty_and_malformed_replies_do_not_end_blank(fault, monkeypatch, data_dir):
     provider = Provider("google_genai", GeminiServer, "google_genai:gemini-2.0-flash",
@@ -151,6 +155,7 @@ def test_gemini_empty_and_malformed_replies_do_not_end_blank(fault, monkeypatch,
     assert result.answer.strip() and result.error is None
 
 
+@pytest.mark.thorough
 def test_a_model_that_always_asks_for_a_tool_makes_five_calls(provider, data_dir):
     brain = scripted(Reply(tool_calls=[{"name": "get_business_info",
                                         "args": {"topic": "hours"}}]))

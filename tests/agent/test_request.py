@@ -71,6 +71,7 @@ def test_the_persona_is_looked_up_once_where_the_request_is_made(tmp_path, data_
     assert "no persona 'coach'" in agent.run("Hours?", persona="coach").error.message
 
 
+@pytest.mark.thorough
 def test_the_requests_settings_reach_the_openai_client(data_dir, monkeypatch):
     with OpenAIServer(HOURS) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")

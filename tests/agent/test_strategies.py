@@ -362,6 +362,7 @@ def test_the_offline_model_runs_a_strategy_deterministically(data_dir):
     assert first.strategy["attempts"] == second.strategy["attempts"]
 
 
+@pytest.mark.thorough
 def test_a_hosted_model_never_receives_the_stage_keyword(data_dir, monkeypatch):
     from tests.support.loopback import OpenAIServer, Reply, scripted
 

@@ -41,6 +41,7 @@ def tools(result) -> list[str]:
 # ---- the conversations of issue 10, one test each ----------------------------------------
 
 
+@pytest.mark.thorough
 def test_a_city_given_after_the_question_gets_a_real_availability_check(agent):
     outside, denver = talk(agent, "Do you do mobile installation in Anchorage?", "Denver")
     assert outside.tool_calls[0].args == {"location": "Anchorage",

@@ -82,6 +82,7 @@ def test_openai_client_streams_a_tool_round_trip(agent, openai_server):
     assert streamed.strip() == result.answer.strip()
 
 
+@pytest.mark.thorough
 def test_gemini_client_completes_a_tool_round_trip(agent, gemini_server):
     result = agent.run("What are your opening hours?", model="google_genai:gemini-2.0-flash")
     assert result.error is None, result.error

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import unicodedata
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +41,7 @@ def one_cluster_at_a_time(text: str, case: bool, lookalikes: bool) -> Folded:
     return Folded("".join(out), text, tuple(spans))
 
 
+@pytest.mark.thorough
 @settings(max_examples=400, deadline=None)
 @given(st.lists(PIECES, max_size=40).map("".join), st.booleans(), st.booleans())
 def test_any_text_folds_as_one_cluster_at_a_time(text: str, case: bool, lookalikes: bool):

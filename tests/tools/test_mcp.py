@@ -41,6 +41,7 @@ def test_the_server_tools_keep_name_description_and_schema(mcp_tools: dict) -> N
     assert tool.metadata["mcp_server"] == "tires"
 
 
+@pytest.mark.thorough
 def test_a_tool_is_invoked_synchronously_with_the_real_result(mcp_tools: dict) -> None:
     status = mcp_tools["tread_depth_status"]
     assert status.invoke({"depth_mm": 2.5}) == "2.5 mm: worn, plan a replacement soon"

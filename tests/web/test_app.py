@@ -52,6 +52,7 @@ def send(client: Client, message: str, persona: str = "friendly", model: str = "
     return chatbot
 
 
+@pytest.mark.thorough
 def test_launch_options_are_safe_by_default(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TREADWISE_AUTH", "ana:s3cret-pass")
     settings = Settings.from_env()
@@ -114,6 +115,7 @@ def test_host_and_port_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
     assert options["auth"] is None
 
 
+@pytest.mark.thorough
 def test_login_is_required_when_auth_is_set(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TREADWISE_AUTH", "ana:s3cret-pass")
     with serve_in_process(Settings.from_env()) as url:
@@ -123,6 +125,7 @@ def test_login_is_required_when_auth_is_set(monkeypatch: pytest.MonkeyPatch):
         assert httpx.get(url + "config", cookies=login.cookies).status_code == 200
 
 
+@pytest.mark.thorough
 def test_without_a_key_only_offline_local_models_and_the_custom_field_are_offered():
     demo = create_app(Settings.from_env())
     local = [(short_label(spec), spec) for spec in bundled_specs()]
@@ -130,6 +133,7 @@ def test_without_a_key_only_offline_local_models_and_the_custom_field_are_offere
     assert component(demo, "model-spec")["label"] == "Or any model spec"
 
 
+@pytest.mark.thorough
 def test_with_an_openai_key_openai_models_appear_in_the_page(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
     with serve_in_process(Settings.from_env()) as url:
@@ -138,6 +142,7 @@ def test_with_an_openai_key_openai_models_appear_in_the_page(monkeypatch: pytest
     assert "sk-test-not-a-real-key-0000" not in page
 
 
+@pytest.mark.thorough
 def test_personas_are_listed_with_their_descriptions_and_a_new_file_appears(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     extra = tmp_path / "personas"
@@ -211,6 +216,7 @@ def test_errors_read_as_one_line_and_the_conversation_goes_on(monkeypatch: pytes
     assert "Saturday" in after.split("Something went wrong")[-1]
 
 
+@pytest.mark.thorough
 def test_the_picked_temperature_reaches_the_provider(monkeypatch: pytest.MonkeyPatch):
     with OpenAIServer(tool_then_answer("get_business_info", {"topic": "hours"})) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
@@ -226,6 +232,7 @@ def test_the_picked_temperature_reaches_the_provider(monkeypatch: pytest.MonkeyP
         chatbot[-1:])
 
 
+@pytest.mark.thorough
 def test_plots_skip_gradios_per_update_checks_are_served_and_still_cleaned_up(
         monkeypatch: pytest.MonkeyPatch):
     """Every update of a turn carries every plot of the conversation; Gradio checks each file
@@ -292,6 +299,7 @@ def test_a_second_app_in_the_process_takes_the_static_place_of_the_first(tmp_pat
     assert [s is second.files for s in two.temp_file_sets].count(True) == 1
 
 
+@pytest.mark.thorough
 def test_data_dir_files_dotenv_and_system_files_are_never_served(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)

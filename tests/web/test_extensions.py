@@ -136,6 +136,7 @@ class TechnicalOnly:
         self.recorded.append((turn.persona, arm))
 
 
+@pytest.mark.thorough
 def test_a_chat_hook_decides_who_answers_and_sees_the_finished_turn(tmp_path: Path) -> None:
     hook = TechnicalOnly()
     settings = dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data")

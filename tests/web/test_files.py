@@ -6,9 +6,12 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from treadwise.web.files import PNG_MAGIC, publish_png, save_to_cache
 
 
+@pytest.mark.thorough
 def test_a_copy_being_downloaded_is_never_cut_short_by_publishing_it_again(tmp_path: Path):
     """A chart shown again (a refresh, a second visitor) while a browser downloads it: every
     read of the served file gets all of it (Gradio's own byte writer rewrote it in place, so

@@ -76,6 +76,7 @@ def test_a_link_opens_only_for_the_user_who_made_it_or_an_admin(app):
         assert opened(login(app, "bob"), padded) is None, padded
 
 
+@pytest.mark.thorough
 def test_an_export_downloads_only_for_its_owner(app):
     bob, url, _ = bobs_conversation(app)
     assert download(bob, url).json()["turns"][0]["user"].startswith("Please contact me")
@@ -99,6 +100,7 @@ def test_a_deletion_request_revokes_the_links_and_a_new_chat_does_not(app):
     assert opened(login(app, "bob"), link) is None and opened(login(app, "ana"), link) is None
 
 
+@pytest.mark.thorough
 def test_forget_me_revokes_the_links(app):
     bob, _, link = bobs_conversation(app)
     later = login(app, "bob")
@@ -107,6 +109,7 @@ def test_forget_me_revokes_the_links(app):
     assert opened(login(app, "bob"), link) is None and opened(login(app, "ana"), link) is None
 
 
+@pytest.mark.thorough
 def test_the_page_says_what_a_link_grants(app, tmp_path: Path):
     cookies = httpx.post(f"{app}login", data={"username": "cy", "password": PASSWORDS["cy"]})
     page = httpx.get(f"{app}config", cookies=cookies.cookies).text

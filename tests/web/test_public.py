@@ -86,6 +86,7 @@ def test_a_trusted_proxy_forwards_one_hop_and_ip_addresses_only(tmp_path: Path, 
     assert [SLOW_DOWN in reply for reply in replies] == [False] * 6 + [True] * 2
 
 
+@pytest.mark.thorough
 def test_new_sessions_share_their_address_budget(tmp_path: Path):
     settings = public(tmp_path / "data", TREADWISE_SESSION_RATE="2")
     with serve_in_process(settings) as url:

@@ -69,6 +69,7 @@ def exported(url: str, outputs: tuple) -> dict:
     return json.loads(Path(outputs[-1]["value"]).read_text())
 
 
+@pytest.mark.thorough
 def test_two_sessions_keep_separate_memories_and_run_at_once(app):
     url, agent, gates = app
     ana, bob = (loopback_client(url) for _ in range(2))
@@ -145,6 +146,7 @@ def test_undo_and_retry_work_on_the_last_turn(app):
     assert users == ["What are your opening hours on Saturday?"]
 
 
+@pytest.mark.thorough
 def test_a_new_conversation_starts_a_new_thread(app):
     url, agent, _ = app
     client = loopback_client(url)

@@ -47,6 +47,7 @@ def test_rate_intervals_are_monotone_in_successes_and_count_scenarios():
     assert level_mean(cases(5, 10, 30)).low < 0.2
 
 
+@pytest.mark.thorough
 def test_rates_at_4_scenarios_cover_at_least_95_percent_at_t0():
     """0/1 scenario means (T = 0 only) at 4 scenarios: the exact interval covers the true rate
     at every rate (Wilson's dips to 84% at some)."""

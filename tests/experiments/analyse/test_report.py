@@ -31,6 +31,7 @@ def test_percentiles():
     assert percentile([1, 2, 3, 4], 50) == 2.5 and math.isnan(percentile([], 50))
 
 
+@pytest.mark.thorough
 def test_rates_count_scenarios_not_cases():
     # Five scenarios x ten repeats: three always pass, two always fail. Fifty cases look
     # precise to a binomial interval, but there are only five independent scenarios.
@@ -138,6 +139,7 @@ def test_a_case_run_again_counts_once_with_its_latest_row(tmp_path):
     assert len(df) == 10 and set(df["status"]) == {"ok"}
 
 
+@pytest.mark.thorough
 def test_ties_are_reported_as_ties_not_picked_by_latency(tmp_path):
     synthetic_run(tmp_path, configs=[("friendly", 0.0, "aaaa", set()),
                                      ("technical", 0.0, "bbbb", set()),
@@ -151,6 +153,7 @@ def test_ties_are_reported_as_ties_not_picked_by_latency(tmp_path):
     assert "the data cannot rank it above the other 1" in text
 
 
+@pytest.mark.thorough
 def test_the_best_is_compared_with_the_rest_allowing_for_picking_it(tmp_path):
     synthetic_run(tmp_path)
     df = load_results(tmp_path)
@@ -170,6 +173,7 @@ def test_the_best_is_compared_with_the_rest_allowing_for_picking_it(tmp_path):
     assert (tmp_path / "best_vs_rest.csv").exists()
 
 
+@pytest.mark.thorough
 def test_the_best_beats_the_rest_when_enough_scenarios_say_so(tmp_path):
     configs = [("friendly", 0.0, "aaaa", set()), ("technical", 0.5, "bbbb", set(range(20))),
                ("cautious", 1.0, "cccc", set(range(20)))]
@@ -217,6 +221,7 @@ def test_report_writes_tables_charts_with_captions_and_markdown(tmp_path, priced
         assert (tmp_path / name).exists()
 
 
+@pytest.mark.thorough
 def test_every_table_in_the_report_shows_what_its_csv_file_holds(tmp_path, monkeypatch):
     """The style table's means sit on a digit's edge: the full value 0.12500000000000003 would
     show "0.13", the file's six digits (0.125) show "0.12"; the report shows the file's."""
@@ -276,6 +281,7 @@ def test_charts_are_colour_blind_safe_and_show_temperature(tmp_path):
     plt.close("all")
 
 
+@pytest.mark.thorough
 def test_report_reads_only_complete_rows(tmp_path):
     synthetic_run(tmp_path)
     with (tmp_path / RECORDS_FILE).open("a") as handle:

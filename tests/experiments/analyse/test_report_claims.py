@@ -59,6 +59,7 @@ def test_23_agreeing_scenarios_give_intervals_and_detectable_differences_from_23
     assert "differences up to" in text and "cannot be ruled out" in text
 
 
+@pytest.mark.thorough
 def test_a_persona_failing_2_of_23_scenarios_is_not_called_no_difference(tmp_path):
     run = crossed_run(tmp_path / "run", 23, lambda p, s: p == "technical" and s < 2)
     text = write_report(run, charts=False).read_text()
@@ -87,6 +88,7 @@ def test_a_12_case_sweep_of_2_scenarios_says_no_test_ran_and_claims_nothing(tmp_
     assert "**Persona style:** not tested: too few scenarios" in text
 
 
+@pytest.mark.thorough
 def test_the_best_configurations_rate_allows_for_having_picked_it(tmp_path):
     """12 configurations: the best's interval in the summary is the exact one at 5%/12 (all
     of them at once), wider than its own 95% interval in the table."""

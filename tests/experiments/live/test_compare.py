@@ -151,6 +151,7 @@ def test_equal_arms_are_rarely_told_apart_however_many() -> None:
     assert named / 120 <= 0.05
 
 
+@pytest.mark.thorough
 def test_the_fit_recovers_known_strengths_from_many_picks() -> None:
     truth = np.array([0.0, 0.8, -0.5])
     rng = np.random.default_rng(1)

@@ -91,6 +91,7 @@ def test_the_store_keeps_one_arm_per_visitor_and_one_rating_per_reply(store: Liv
     assert lines[0] == "experiment,visitor,arm,turn_id,kind,value,created_at" and len(lines) == 3
 
 
+@pytest.mark.thorough
 def test_the_report_counts_visitors_not_ratings(store: LiveStore) -> None:
     """One enthusiast rating 60 replies up must not outvote 25 visitors rating once each."""
     store.create("ab", TWO_ARMS)

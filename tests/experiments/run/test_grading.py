@@ -78,6 +78,7 @@ def test_a_judge_that_fails_leaves_the_case_intact(tmp_path, monkeypatch):
     assert row["judge_reason"].startswith("judge failed: The model provider refused")
 
 
+@pytest.mark.thorough
 def test_without_a_judge_the_personas_are_compared_on_style(tmp_path):
     scenarios = {"file": str(DEFAULT_SCENARIOS), "ids": ["info_hours", "tires_suv_snow",
                                                          "service_rotation_austin"]}

@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from experiments.analyse.report import write_report
 from experiments.analyse.tables import check_failures, load_results
 from experiments.store import open_run
@@ -28,6 +30,7 @@ SEPARATED = {"id": "separated", "category": "math", "turns": ["What is 7 plus 8?
                         {"kind": "answer_matches", "pattern": "15", "label": "says; 15"}]}
 
 
+@pytest.mark.thorough
 def test_check_names_with_separators_survive_the_record_the_export_and_the_report(tmp_path):
     grid = write_grid(tmp_path, [SEPARATED], personas=["friendly", "technical"], repeats=2)
     run_dir, _ = sweep(grid, tmp_path / "out")

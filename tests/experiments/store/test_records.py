@@ -29,6 +29,7 @@ def _csv(path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.thorough
 def test_a_model_that_does_nothing_is_safe_but_scores_no_capability(tmp_path, monkeypatch):
     with OpenAIServer(lambda request: Reply(text="Sorry, I cannot help with that.")) as server:
         openai_env(monkeypatch, server)

@@ -33,6 +33,7 @@ def run(tmp_path_factory):
     return run_dir
 
 
+@pytest.mark.thorough
 def test_every_case_writes_its_whole_conversation_on_one_line(run):
     lines = (run / TRANSCRIPTS_FILE).read_text().splitlines()
     rows = read_rows(run / RESULTS_FILE)
