@@ -55,22 +55,15 @@ if os.environ.get("{TEST_VARIABLE}"):
     except Exception:
         pass
 '''
-PLUGIN = f'''"""Each test's branches under its own context; CPU and marks to $QUICK_COVERAGE_OUT."""
+PLUGIN = f'''"""Each test's branches under its own context; its CPU (from tests.support.cpu_report,
+loaded beside this) and marks to $QUICK_COVERAGE_OUT."""
 import json
 import os
-import resource
 
 import coverage
 import pytest
 
 _tests = {{}}
-_LAST = pytest.StashKey[float]()
-
-
-def _cpu():
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -79,16 +72,6 @@ def pytest_runtest_setup(item):
     running = coverage.Coverage.current()
     if running is not None:
         running.switch_context(item.nodeid)
-    item.stash[_LAST] = _cpu()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    now = _cpu()
-    report.cpu_seconds = now - item.stash.get(_LAST, now)
-    item.stash[_LAST] = now
-    return report
 
 
 def pytest_runtest_logreport(report):
@@ -121,7 +104,8 @@ def measure(folder: Path, extra: list[str]) -> dict[str, dict]:
                                                        os.environ.get("PYTHONPATH")]))}
     selection = " and ".join(f"not {marker}" for marker in (*SERVICES, "slow"))
     command = [sys.executable, "-m", "coverage", "run", f"--rcfile={folder / 'coverage.rc'}",
-               "-m", "pytest", "-m", selection, "-p", "quick_coverage_plugin",
+               "-m", "pytest", "-m", selection, "-p", "tests.support.cpu_report",
+               "-p", "quick_coverage_plugin",
                "-p", "no:cacheprovider", "-q", *extra]
     print("$", " ".join(command[2:]), flush=True)
     done = subprocess.run(command, cwd=REPO, env=env)
