@@ -207,8 +207,8 @@ def database_url(postgres_cluster):
 
 # The fixtures that start a service, and the marker a test using one (directly or through
 # another fixture) carries. `-m quick` is every test with none of them and not marked slow or
-# thorough (a test whose every branch in the product cheaper quick tests also run: what
-# benchmarks/quick_coverage.py finds, and checks still holds).
+# thorough (a test whose every branch in the product the quick tests run too, which
+# benchmarks/quick_coverage.py checks).
 SERVICE_FIXTURES = {"postgres_cluster": "postgres", "local_model": "local_model",
                     "dask_cluster": "cluster", "chromium": "browser", "fresh_venv": "install"}
 SERVICE_MARKERS = frozenset(SERVICE_FIXTURES.values())
