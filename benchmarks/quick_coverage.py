@@ -38,6 +38,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MEASURED = ("treadwise", "experiments")
+# tests/conftest.py's SERVICE_MARKERS (not imported: it patches the process's sockets and
+# environment); tests/test_quick_coverage.py checks the two agree.
 SERVICES = ("postgres", "local_model", "cluster", "browser", "install")
 NOT_PROPOSED = ("tests/safemath/", "tests/tools/test_math_tools.py", "tests/test_layout.py",
                 "tests/test_loopback_client.py", "tests/test_packaging.py",
@@ -145,13 +147,17 @@ def folder_of(nodeid: str) -> str:
     return nodeid.split("::")[0].rpartition("/")[0]
 
 
+def quick_branches(tests: dict[str, dict], ran: dict[str, set[Branch]]) -> set[Branch]:
+    """The branches the quick tests run, and the imports every run makes."""
+    return set(ran.get("", set())).union(*(ran.get(nodeid, set())
+                                           for nodeid, test in tests.items()
+                                           if not test["thorough"]))
+
+
 def beyond_quick(tests: dict[str, dict], ran: dict[str, set[Branch]]) -> dict[str, list[Branch]]:
     """Each `thorough` test that runs a branch no quick test runs (nor the imports every run
     makes), with those branches."""
-    covered = set(ran.get("", set()))
-    for nodeid, test in tests.items():
-        if not test["thorough"]:
-            covered |= ran.get(nodeid, set())
+    covered = quick_branches(tests, ran)
     only = {nodeid: sorted(ran.get(nodeid, set()) - covered)
             for nodeid, test in tests.items() if test["thorough"]}
     return {nodeid: branches for nodeid, branches in only.items() if branches}
@@ -202,8 +208,8 @@ def main() -> None:
         ran = branches(folder)
 
     quick = [nodeid for nodeid, test in tests.items() if not test["thorough"]]
-    covered = set(ran.get("", set())).union(*(ran.get(nodeid, set()) for nodeid in quick))
-    print(f"\n{len(quick)} quick tests ran {len(covered)} branches of {', '.join(MEASURED)} "
+    print(f"\n{len(quick)} quick tests ran {len(quick_branches(tests, ran))} branches of "
+          f"{', '.join(MEASURED)} "
           f"in {sum(tests[n]['cpu'] for n in quick):.1f} core-s; "
           f"{len(tests) - len(quick)} thorough tests "
           f"{sum(t['cpu'] for t in tests.values() if t['thorough']):.1f} core-s (under coverage)")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SERVICE_MARKERS
 
 _spec = importlib.util.spec_from_file_location("quick_coverage",
                                                REPO / "benchmarks" / "quick_coverage.py")
@@ -23,6 +23,10 @@ A, B, C, D = (("treadwise/x.py", line, line + 1) for line in range(4))
 def record(cpu: float, thorough: bool = False) -> dict:
     """What the script's plugin records of a test that passed."""
     return {"cpu": cpu, "thorough": thorough, "ok": True}
+
+
+def test_the_script_leaves_out_the_services_the_suite_marks() -> None:
+    assert set(quick_coverage.SERVICES) == SERVICE_MARKERS
 
 
 def test_a_thorough_test_is_named_with_the_branches_no_quick_test_runs() -> None:
