@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -64,9 +65,9 @@ def kind(cmdline: Sequence[str]) -> str:
 class Spent:
     """Core-seconds of one run of a command and its whole process tree."""
 
-    wall_s: float = 0.0
-    total: float = 0.0  # every process of the tree, from the kernel's accounting
-    machine: float = 0.0  # every process of the machine, this tree's or not
+    wall_s: float = 0.0  # until the command ended
+    total: float = 0.0  # every process of the tree, what it left behind included
+    machine: float = 0.0  # every process of the machine, this tree's or not, over wall_s
     by_kind: dict[str, float] = field(default_factory=dict)
     returncode: int = 0
 
@@ -97,17 +98,15 @@ def _reap_orphans(main: int) -> None:
     """Collect the processes that were reparented here and have ended (not the main child,
     whose exit status its Popen reads)."""
     for child in psutil.Process().children():
-        if child.pid != main and child.status() == psutil.STATUS_ZOMBIE:
-            try:
+        try:
+            if child.pid != main and child.status() == psutil.STATUS_ZOMBIE:
                 os.waitpid(child.pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+        except (psutil.Error, ChildProcessError):
+            pass  # gone already
 
 
 def measure(command: Sequence[str], cwd: Path = REPO) -> Spent:
     """Run `command` to its end and account for the CPU of everything it started."""
-    import subprocess
-
     _become_subreaper()
     me = psutil.Process()
     last: dict[tuple[int, float], tuple[str, float]] = {}
@@ -129,6 +128,7 @@ def measure(command: Sequence[str], cwd: Path = REPO) -> Spent:
         if process.poll() is not None:
             break
         time.sleep(SAMPLE_S)
+    wall_s, machine = time.monotonic() - started, _machine_busy() - start_busy
     # Whatever the run left behind gets a moment to end, then is stopped: its CPU is in the
     # total too.
     _, left = psutil.wait_procs(me.children(recursive=True), timeout=LEFT_S)
@@ -136,8 +136,8 @@ def measure(command: Sequence[str], cwd: Path = REPO) -> Spent:
         child.kill()
     psutil.wait_procs(left, timeout=10)
     _reap_orphans(process.pid)
-    spent = Spent(wall_s=time.monotonic() - started, total=_children_cpu() - start_cpu,
-                  machine=_machine_busy() - start_busy, returncode=process.returncode)
+    spent = Spent(wall_s=wall_s, total=_children_cpu() - start_cpu, machine=machine,
+                  returncode=process.returncode)
     by_kind: dict[str, float] = defaultdict(float)
     for name, seconds in last.values():
         by_kind[name] += seconds
