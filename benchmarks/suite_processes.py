@@ -34,7 +34,8 @@ LEFT_S = 10.0
 
 
 # (what the command line holds, the kind), first match wins; then Python by its arguments.
-_BY_TEXT = (("exec(eval(sys.stdin.readline()))", "pytest worker"),  # execnet starts them so
+# execnet starts pytest-xdist's workers with a one-line bootstrap reading stdin.
+_BY_TEXT = (("sys.stdin.readline()))", "pytest worker"),
             ("template_main", "math sandbox (template and workers)"),
             ("distributed", "Dask"), ("dask", "Dask"), (" -m pip", "pip"))
 _PYTHON = ((" -m pytest", "pytest (the run's controller, or a run a test starts)"),
