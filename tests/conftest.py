@@ -7,7 +7,9 @@ import json
 import os
 import socket
 import sys
+import tempfile
 from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -99,6 +101,17 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "data"
     monkeypatch.setenv("TREADWISE_DATA_DIR", str(path))
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def system_temp(tmp_path_factory: pytest.TempPathFactory) -> Generator[Path, None, None]:
+    """What a test process puts in the system's temporary folder (tempfile) goes in pytest's
+    own, which pytest prunes (the last three runs kept): gradio_client leaves an empty folder
+    in the system's temp for every file it downloads, a hundred a run that no one removed."""
+    folder = tmp_path_factory.mktemp("system-temp", numbered=False)
+    before, tempfile.tempdir = tempfile.tempdir, str(folder)
+    yield folder
+    tempfile.tempdir = before
 
 
 @pytest.fixture

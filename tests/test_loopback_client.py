@@ -4,8 +4,10 @@ however late the client's stream reader handles the server's close_stream."""
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 import types
+from pathlib import Path
 
 import gradio_client.client
 
@@ -32,3 +34,29 @@ def test_a_predict_sent_while_the_reader_is_closing_is_not_cancelled(monkeypatch
                                             api_name="/send")[0])
                    for question in ("Hello!", "What are your opening hours?")]
         assert "Opening hours" not in answers[0] and "Opening hours" in answers[1]
+
+
+
+def _paths(value: object) -> list[Path]:
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in _paths(v)]
+    if isinstance(value, list | tuple):
+        return [p for v in value for p in _paths(v)]
+    is_path = isinstance(value, str) and value.startswith("/") and "\n" not in value
+    return [Path(value)] if is_path and Path(value).is_file() else []
+
+
+def test_files_it_downloads_stay_out_of_the_systems_temporary_folder(system_temp):
+    # gradio_client writes each file first into a new folder of the system's temp and leaves it
+    # there, empty, and keeps the file in /tmp/gradio: a hundred folders a run stayed in /tmp.
+    # tests/conftest.py points this process's tempfile at pytest's own folder instead.
+    real = next(p for p in system_temp.parents if p.name.startswith("pytest-of-")).parent
+    before = set(real.iterdir())
+    with serve_in_process(Settings.from_env()) as url:
+        outputs = loopback_client(url).predict("What are your opening hours?", "friendly",
+                                               "offline", "", 0.0, api_name="/send")
+    downloaded = _paths(outputs)
+    assert downloaded, outputs  # the turn's exports, fetched from the app
+    assert all(path.is_relative_to(system_temp) for path in downloaded), downloaded
+    assert tempfile.gettempdir() == str(system_temp)
+    assert set(real.iterdir()) == before, set(real.iterdir()) ^ before

@@ -8,6 +8,7 @@ import functools
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -158,6 +159,9 @@ def loopback_client(url: str, **options: Any) -> Any:
                 if reader is not None:
                     concurrent.futures.wait([reader], timeout=READER_CLOSE_S)
 
+    # Its files go to the test's temporary folder (tests/conftest.py: system_temp), not
+    # gradio_client's default /tmp/gradio, where every run's downloads stayed.
+    options.setdefault("download_files", Path(tempfile.gettempdir()) / "gradio-downloads")
     return _ReaderClosingClient(url, verbose=False, ssl_verify=False, **options)
 
 

@@ -34,7 +34,8 @@ demo = create_app(settings)
 ids = str(demo.get_config_file())
 assert "experiments-tab" not in ids and "live-score" not in ids and "run-picker" not in ids
 start(demo, settings, quiet=True, prevent_thread_lock=True)
-client = Client(f"http://127.0.0.1:{settings.port}/", verbose=False, ssl_verify=False)
+client = Client(f"http://127.0.0.1:{settings.port}/", verbose=False, ssl_verify=False,
+                download_files=False)
 chatbot, *_ = client.predict("What are your opening hours?", "friendly", "offline", "", 0.0,
                              "react", api_name="/send")
 print("ANSWER", chatbot[-1]["content"])
