@@ -70,6 +70,8 @@ socket.socket.connect = _connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
 
 REPO = Path(__file__).resolve().parent.parent
+# The system's temporary folder, before the tests point tempfile at pytest's (system_temp below).
+SYSTEM_TEMP = tempfile.gettempdir()
 
 # Caches kept between runs live outside the repository, under the user's cache folder; each
 # test that fills one passes with it empty (sh .ci/fresh runs the suite with none at all).
@@ -162,7 +164,7 @@ def postgres_cluster():
     from tests.support.postgres_cluster import start_cluster
 
     try:
-        cluster = start_cluster()
+        cluster = start_cluster(temp=SYSTEM_TEMP)  # where `nobody` can reach it
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
     yield cluster

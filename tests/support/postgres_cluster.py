@@ -99,13 +99,16 @@ class Cluster:
             shutil.chown(path, user=self.run_as)
 
 
-def start_cluster() -> Cluster:
-    """Start a cluster as an unprivileged user; RuntimeError with INSTALL_HINT if absent."""
+def start_cluster(temp: str | None = None) -> Cluster:
+    """Start a cluster as an unprivileged user, its files in a new folder of `temp` (default:
+    tempfile's); RuntimeError with INSTALL_HINT if absent. The user must reach that folder: a
+    test run gives the system's temporary folder, as its own tempfile points at pytest's
+    folder, which only its own user may enter (tests/conftest.py)."""
     folder = server_bin()
     if folder is None:
         raise RuntimeError(INSTALL_HINT)
     run_as = UNPRIVILEGED if os.geteuid() == 0 else None
-    root = Path(tempfile.mkdtemp(prefix="treadwise-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="treadwise-pg-", dir=temp))
     root.chmod(0o755)
     cluster = Cluster(root=root, port=free_port(), bin=folder, run_as=run_as)
     try:
