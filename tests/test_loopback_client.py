@@ -4,13 +4,14 @@ however late the client's stream reader handles the server's close_stream."""
 from __future__ import annotations
 
 import json
-import tempfile
+import re
 import time
 import types
 from pathlib import Path
 
 import gradio_client.client
 
+from tests.conftest import SYSTEM_TEMP
 from tests.support.webapp import chat_text, loopback_client, serve_in_process
 from treadwise.settings import Settings
 
@@ -47,16 +48,21 @@ def _paths(value: object) -> list[Path]:
 
 
 def test_files_it_downloads_stay_out_of_the_systems_temporary_folder(system_temp):
-    # gradio_client writes each file first into a new folder of the system's temp and leaves it
-    # there, empty, and keeps the file in /tmp/gradio: a hundred folders a run stayed in /tmp.
-    # tests/conftest.py points this process's tempfile at pytest's own folder instead.
-    real = next(p for p in system_temp.parents if p.name.startswith("pytest-of-")).parent
-    before = set(real.iterdir())
+    # gradio_client writes each file first into a new folder of the system's temp, named by 40
+    # hex digits, and leaves it there empty; it kept the files in /tmp/gradio: a hundred
+    # folders a run stayed in /tmp. tests/conftest.py points this process's tempfile at
+    # pytest's own folder instead. (Other entries may come and go: other workers' services.)
+    real = Path(SYSTEM_TEMP)
+
+    def leftovers() -> set[Path]:
+        return {p for p in real.iterdir() if re.fullmatch(r"[0-9a-f]{40}", p.name)}
+
+    before = leftovers()
     with serve_in_process(Settings.from_env()) as url:
         outputs = loopback_client(url).predict("What are your opening hours?", "friendly",
                                                "offline", "", 0.0, api_name="/send")
     downloaded = _paths(outputs)
     assert downloaded, outputs  # the turn's exports, fetched from the app
     assert all(path.is_relative_to(system_temp) for path in downloaded), downloaded
-    assert tempfile.gettempdir() == str(system_temp)
-    assert set(real.iterdir()) == before, set(real.iterdir()) ^ before
+    assert not system_temp.is_relative_to(real / "gradio")
+    assert leftovers() == before, leftovers() - before
