@@ -37,7 +37,6 @@ def test_a_predict_sent_while_the_reader_is_closing_is_not_cancelled(monkeypatch
         assert "Opening hours" not in answers[0] and "Opening hours" in answers[1]
 
 
-
 def _paths(value: object) -> list[Path]:
     if isinstance(value, dict):
         return [p for v in value.values() for p in _paths(v)]
