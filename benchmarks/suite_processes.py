@@ -14,6 +14,7 @@ in the total only, as "not seen by a sample".
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -106,6 +107,11 @@ def _reap_orphans(main: int) -> None:
             pass  # gone already
 
 
+def _has_ended(pid: int) -> bool:
+    """Whether the child has ended, leaving it unreaped (its /proc entry still readable)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
 def measure(command: Sequence[str], cwd: Path = REPO) -> Spent:
     """Run `command` to its end and account for the CPU of everything it started."""
     _become_subreaper()
@@ -114,21 +120,29 @@ def measure(command: Sequence[str], cwd: Path = REPO) -> Spent:
     start_busy, start_cpu, started = _machine_busy(), _children_cpu(), time.monotonic()
     process = subprocess.Popen(list(command), cwd=cwd)
     while True:
+        # Asked before the look below and without reaping the command, so that look still
+        # reads its final CPU (a process reaped between two looks kept only what the earlier
+        # one saw: up to SAMPLE_S of its work went to `unseen`).
+        ended = _has_ended(process.pid)
         for child in me.children(recursive=True):
             try:
                 with child.oneshot():
-                    key, cpu, cmdline = (child.pid, child.create_time()), child.cpu_times(), \
-                        child.cmdline()
+                    key, cpu = (child.pid, child.create_time()), child.cpu_times()
+                    name = last[key][0] if key in last else kind([child.name()])
+                    # An ended process not yet reaped has no command line (psutil says it
+                    # is a zombie): it keeps the kind it had, or the kind its program's name
+                    # gives, and its CPU is final.
+                    with contextlib.suppress(psutil.ZombieProcess):
+                        if cmdline := child.cmdline():
+                            name = kind(cmdline)
             except psutil.Error:
-                continue  # ended between the listing and the read
-            # An ended process that is not yet reaped shows no command line: it keeps the
-            # kind it had, and its CPU is final.
-            name = kind(cmdline) if cmdline else last.get(key, ("other", 0.0))[0]
+                continue  # ended and reaped between the listing and the read
             last[key] = (name, cpu.user + cpu.system)
         _reap_orphans(process.pid)
-        if process.poll() is not None:
+        if ended:
             break
         time.sleep(SAMPLE_S)
+    process.wait()
     wall_s, machine = time.monotonic() - started, _machine_busy() - start_busy
     # Whatever the run left behind gets a moment to end, then is stopped: its CPU is in the
     # total too.

@@ -66,3 +66,17 @@ def test_the_total_holds_an_orphan_that_outlived_its_parent() -> None:
     # to init and the total holds the first alone.
     assert spent["total"] >= 0.75, spent
     assert spent["by_kind"].get("other Python", 0) >= 0.3, spent
+
+
+def test_the_cpu_a_command_spends_after_the_last_look_still_counts_for_its_kind() -> None:
+    # Looks 2 s apart: the command's 0.4 s falls between the first and the next. It is read
+    # once it has ended and before it is reaped, so its kind still gets all of it (the run's
+    # quick test above once saw 0.25 of it when a busy machine delayed the looks).
+    measure = MEASURE.replace("from suite_processes import measure",
+                              "import suite_processes\nsuite_processes.SAMPLE_S = 2.0\n"
+                              "from suite_processes import measure")
+    done = subprocess.run([sys.executable, "-c", measure, str(SCRIPT.parent), BURN],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    spent = json.loads(done.stdout.strip().splitlines()[-1])
+    assert spent["by_kind"].get("other Python", 0) >= 0.35, spent
