@@ -1,19 +1,24 @@
 """tests/support/webapp.loopback_client: predicts sent one after another never cancel each other,
-however late the client's stream reader handles the server's close_stream."""
+however late the client's stream reader handles the server's close_stream; and close_app stops
+an in-process app without racing its event loop."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import threading
 import time
 import types
 from pathlib import Path
 
 import gradio_client.client
+import httpx
 
 from tests.conftest import SYSTEM_TEMP
-from tests.support.webapp import chat_text, loopback_client, serve_in_process
+from tests.support.webapp import chat_text, close_app, free_port, loopback_client, serve_in_process
 from treadwise.settings import Settings
+from treadwise.web.gradio_app import create_app, start
 
 LATE_S = 0.3  # longer than the 50 ms a predict waits between looks at its event's messages
 
@@ -65,3 +70,32 @@ def test_files_it_downloads_stay_out_of_the_systems_temporary_folder(system_temp
     assert all(path.is_relative_to(system_temp) for path in downloaded), downloaded
     assert not system_temp.is_relative_to(real / "gradio")
     assert leftovers() == before, leftovers() - before
+
+
+def test_close_app_sets_the_stop_event_on_the_servers_loop_and_stops_the_server():
+    """Gradio's close() sets an asyncio.Event from the caller's thread while the server's loop
+    may be adding a waiter to it (one failed whole run: deque mutated during iteration). The
+    event must be set by the loop's own thread, and the server must still stop."""
+    settings = dataclasses.replace(Settings.from_env(), port=free_port())
+    demo = create_app(settings)
+    start(demo, settings, quiet=True, prevent_thread_lock=True)
+    url = f"http://127.0.0.1:{settings.port}/config"
+    assert httpx.get(url).status_code == 200
+    event, setters = demo.app.stop_event, []
+    plain_set = event.set
+
+    def recorded_set() -> None:
+        if not event.is_set():
+            setters.append(threading.current_thread())
+        plain_set()
+
+    event.set = recorded_set
+    close_app(demo)
+    assert len(setters) == 1 and setters[0] is not threading.current_thread(), setters
+    assert not demo.is_running
+    try:
+        httpx.get(url, timeout=2)
+    except httpx.ConnectError:
+        pass
+    else:
+        raise AssertionError("the server still answers after close_app")

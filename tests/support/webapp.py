@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,14 +72,38 @@ def serve_in_process(settings: Settings | None = None, agent: Any = None,
         # machine, not the app: one more start on a new port.
         if "localhost is not accessible" not in str(exc):
             raise
-        demo.close()
+        close_app(demo)
         settings = dataclasses.replace(settings, port=free_port())
         demo = create_app(settings, agent, plugs=plugs)
         start(demo, settings, **{"quiet": True, "prevent_thread_lock": True, **launch})
     try:
         yield f"http://127.0.0.1:{settings.port}/"
     finally:
-        demo.close()
+        close_app(demo)
+
+
+def close_app(demo: Any) -> None:
+    """`demo.close()`, its stop event set on the server's own event loop first.
+
+    Gradio 6.31's close() sets `app.stop_event`, an asyncio.Event, from the calling thread,
+    while the server's loop adds a waiter to it for every open event stream; the two met once
+    in a whole run under load (RuntimeError: deque mutated during iteration, inside close()).
+    Set on the loop, the event is already set when close() comes to it, and close() goes on to
+    stop the server."""
+    servers = getattr(getattr(demo, "server", None), "servers", None) or []
+    event = getattr(getattr(demo, "app", None), "stop_event", None)
+    if servers and event is not None:
+        loop = servers[0].get_loop()
+        if loop.is_running():
+            done = threading.Event()
+
+            def set_here() -> None:
+                event.set()
+                done.set()
+
+            loop.call_soon_threadsafe(set_here)
+            done.wait(timeout=10)
+    demo.close()
 
 
 @dataclasses.dataclass

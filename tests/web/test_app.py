@@ -18,6 +18,7 @@ from tests.support.webapp import (
     REPO,
     ROOMY_MATH_S,
     chat_text,
+    close_app,
     free_port,
     loopback_client,
     serve_in_process,
@@ -98,7 +99,7 @@ def test_the_running_queue_looks_for_work_every_20_ms_not_every_millisecond() ->
             (QUEUE_POLL_S, PROGRESS_POLL_S) == (0.02, 0.1)
         assert httpx.get(demo.local_url + "config").status_code == 200
     finally:
-        demo.close()
+        close_app(demo)
     # Longer waits a queue was given are kept; something that is not a queue is left alone.
     slow = type("Queue", (), {"sleep_when_free": 0.05, "progress_update_sleep_when_free": 0.01})
     demo.__dict__["_queue"] = slow

@@ -39,7 +39,8 @@ client = Client(f"http://127.0.0.1:{settings.port}/", verbose=False, ssl_verify=
 chatbot, *_ = client.predict("What are your opening hours?", "friendly", "offline", "", 0.0,
                              "react", api_name="/send")
 print("ANSWER", chatbot[-1]["content"])
-demo.close()
+from tests.support.webapp import close_app
+close_app(demo)
 """
 
 NOTES = '''
