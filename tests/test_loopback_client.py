@@ -14,6 +14,7 @@ from pathlib import Path
 
 import gradio_client.client
 import httpx
+import pytest
 
 from tests.conftest import SYSTEM_TEMP
 from tests.support.webapp import chat_text, close_app, free_port, loopback_client, serve_in_process
@@ -80,22 +81,21 @@ def test_close_app_sets_the_stop_event_on_the_servers_loop_and_stops_the_server(
     demo = create_app(settings)
     start(demo, settings, quiet=True, prevent_thread_lock=True)
     url = f"http://127.0.0.1:{settings.port}/config"
-    assert httpx.get(url).status_code == 200
-    event, setters = demo.app.stop_event, []
-    plain_set = event.set
+    try:
+        assert httpx.get(url).status_code == 200
+        event, setters = demo.app.stop_event, []
+        plain_set = event.set
 
-    def recorded_set() -> None:
-        if not event.is_set():
-            setters.append(threading.current_thread())
-        plain_set()
+        def recorded_set() -> None:
+            if not event.is_set():
+                setters.append(threading.current_thread())
+            plain_set()
 
-    event.set = recorded_set
-    close_app(demo)
+        event.set = recorded_set
+        close_app(demo)
+    finally:
+        demo.close()  # returns at once once close_app has run
     assert len(setters) == 1 and setters[0] is not threading.current_thread(), setters
     assert not demo.is_running
-    try:
+    with pytest.raises(httpx.ConnectError):  # the server no longer answers
         httpx.get(url, timeout=2)
-    except httpx.ConnectError:
-        pass
-    else:
-        raise AssertionError("the server still answers after close_app")

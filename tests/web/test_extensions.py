@@ -27,6 +27,7 @@ import sys, logging
 sys.modules["experiments"] = None  # every import of the harness raises ImportError
 logging.basicConfig(level=logging.WARNING)
 from gradio_client import Client
+from tests.support.webapp import close_app
 from treadwise.settings import Settings
 from treadwise.web.gradio_app import create_app, start
 settings = Settings.from_env()
@@ -39,7 +40,6 @@ client = Client(f"http://127.0.0.1:{settings.port}/", verbose=False, ssl_verify=
 chatbot, *_ = client.predict("What are your opening hours?", "friendly", "offline", "", 0.0,
                              "react", api_name="/send")
 print("ANSWER", chatbot[-1]["content"])
-from tests.support.webapp import close_app
 close_app(demo)
 """
 
