@@ -6,7 +6,6 @@ import dataclasses
 import logging
 import re
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
@@ -19,7 +18,7 @@ from treadwise.storage.leads import StoreUnavailable, thread_key
 from treadwise.tools.business_results import InterestResult
 from treadwise.web.access import Access, accept_any
 from treadwise.web.owners import Owners
-from treadwise.web.render import turn_messages
+from treadwise.web.render import feedback_values, message_at
 from treadwise.web.session import ChatSession, Turn, visitor_key
 
 if TYPE_CHECKING:
@@ -48,20 +47,6 @@ ARM_PICKERS = ("A live experiment is running: it decides which assistant answers
                "whatever these pickers say.")
 VISITORS_KEPT = 10_000  # page sessions whose browser id is kept (see LiveChat.choose)
 log = logging.getLogger(__name__)
-
-
-def turn_at(turns: list[Turn], index: Any) -> Turn | None:
-    """The turn the chatbot's message number `index` belongs to."""
-    if isinstance(index, list | tuple):
-        index = index[0] if index else None
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        return None
-    now = time.time()
-    for turn in turns:
-        index -= len(turn_messages(turn, now))
-        if index < 0:
-            return turn
-    return None
 
 
 class LiveChat:
@@ -195,29 +180,39 @@ class LiveChat:
 
     def rate(self, session: ChatSession, index: Any, liked: Any,
              request: gr.Request | None = None) -> None:
-        """Store a thumb (True up, False down) for the reply at `index`; "" or None undoes it."""
-        turn = turn_at(session.turns, index)
-        if turn is None or turn.arm is None or turn.running:
+        """Store a thumb (True up, False down) for the reply at `index`; "" or None undoes it.
+        The turn keeps the thumb stored, for the page to draw (render.feedback_values)."""
+        found = message_at(session.turns, index)
+        if found is None:
+            return
+        turn, reply = found
+        if turn.arm is None or turn.running:
             return
         if slow := self.access.write_refusal(session.key, request):
             gr.Warning(slow)
             return
         experiment, arm, visitor = turn.arm
         try:
-            found = self.store.get(experiment)
-            if found is None or found["status"] != "running":
+            stored = self.store.get(experiment)
+            if stored is None or stored["status"] != "running":
                 gr.Info("That experiment has ended: thank you, ratings are no longer needed.")
                 return
             if liked is True or liked is False:
                 self.store.record(experiment, visitor, arm, turn.id, "rating",
                                   1.0 if liked else -1.0)
+                turn.thumb = (reply, THUMBS[0] if liked else THUMBS[1])
             else:
                 self.store.unrate(experiment, visitor, turn.id)
+                turn.thumb = None
         except StoreUnavailable as exc:
             gr.Warning(f"Your rating was not saved: {exc}.")
 
-    def like(self, session: ChatSession, data: gr.LikeData, request: gr.Request) -> None:
+    def like(self, session: ChatSession, data: gr.LikeData, request: gr.Request) -> Any:
+        """Store the thumb, and give the page the thumbs stored: Gradio redraws the
+        conversation when a reply ends and keeps only the thumbs it was given."""
         self.rate(session, data.index, data.liked, request)
+        session.thumbs_shown = True
+        return gr.Chatbot(feedback_value=feedback_values(session.turns))
 
     def rate_api(self, index: Any, value: Any, session: ChatSession,
                  request: gr.Request) -> None:
@@ -279,7 +274,8 @@ class LiveChat:
             thanks = gr.Markdown(elem_id="live-score-status")
         score.input(self.score, [score, session], [thanks], api_name="score")
         visitor = gr.Textbox(visible=False)
-        chatbot.like(self.like, [session], None, api_visibility="private")
+        chatbot.like(self.like, [session], [chatbot], api_visibility="private",
+                     show_progress="hidden")
         index, value = gr.Number(visible=False, precision=0), gr.Textbox(visible=False)
         gr.Button(visible=False).click(self.rate_api, [index, value, session], None,
                                        api_name="rate")

@@ -10,7 +10,7 @@ from treadwise.agent import ToolStep, TurnResult
 from treadwise.errors import FriendlyError
 from treadwise.web.chat_export import conversation_json, conversation_markdown
 from treadwise.web.files import PNG_MAGIC, publish_png
-from treadwise.web.render import code_block, render, safe_markdown
+from treadwise.web.render import code_block, feedback_values, message_at, render, safe_markdown
 from treadwise.web.session import ChatSession, Turn
 
 OFFLINE = "offline (rule-based, not an LLM)"
@@ -67,6 +67,47 @@ def test_a_finished_turn_shows_its_tool_step_plot_answer_and_who_wrote_it():
     assert plot["content"]["value"]["path"] == "/cache/a.png"
     assert "The area is **9**." in answer["content"]
     assert f"Technical Expert \u00b7 {OFFLINE} \u00b7 1.2 s" in answer["content"]
+
+
+def rated_chat() -> list[Turn]:
+    """Two finished turns: user, tool step, answer; then user, answer."""
+    step = ToolStep(id="c1", name="integrate", args={}, result="= 9", duration_s=0.1)
+    return [turn(status="done", answer="9", steps=[step], result=result()),
+            turn(user="thanks", status="done", answer="You're welcome.", result=result())]
+
+
+def test_a_message_number_names_its_turn_and_which_of_its_replies_it_is():
+    first, second = turns = rated_chat()
+    assert [m["role"] for m in render(turns)] == ["user", "assistant", "assistant",
+                                                  "user", "assistant"]
+    assert message_at(turns, 1) == (first, 0) and message_at(turns, 2) == (first, 1)
+    assert message_at(turns, 0) == (first, 1), "a user's message names the turn's answer"
+    assert message_at(turns, 4) == (second, 0) and message_at(turns, [4, 0]) == (second, 0)
+    for nonsense in (5, -1, True, None, "2", [], 2.0):
+        assert message_at(turns, nonsense) is None, nonsense
+
+
+def test_the_thumbs_stored_are_drawn_one_per_reply_and_gone_with_their_turn(tmp_path: Path):
+    import dataclasses
+
+    from treadwise.settings import Settings
+    from treadwise.web.chat import ChatTab
+    from treadwise.web.turns import LazyAgent
+
+    turns = rated_chat()
+    turns[0].thumb, turns[1].thumb = (1, "Like"), (0, "Dislike")
+    assert feedback_values(turns) == [None, "Like", "Dislike"]
+    settings = dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data")
+    tab, session = ChatTab(LazyAgent(settings), settings), ChatSession(turns=turns)
+    tab.cache_dir = str(tmp_path / "cache")  # where the final view writes the exports
+    assert isinstance(tab._view(session, final=True)[0], list), "no thumbs shown: plain value"
+    session.thumbs_shown = True  # the page was given thumbs (experiments/web/live_chat.py)
+    chatbot = tab._view(session, final=True)[0]
+    assert chatbot.feedback_value == [None, "Like", "Dislike"] and len(chatbot.value) == 5
+    assert isinstance(tab._view(session)[0], list), "updates while a reply runs stay plain"
+    session.turns = []  # undone or a new chat: the page must drop the thumbs it was given
+    assert tab._view(session, final=True)[0].feedback_value == []
+    assert not session.thumbs_shown and isinstance(tab._view(session, final=True)[0], list)
 
 
 def test_a_running_tool_is_pending_and_a_failed_one_says_so():

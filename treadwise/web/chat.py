@@ -22,7 +22,7 @@ from treadwise.web.client_side import BUSY_JS, COUNT_FROM, COUNTER_JS
 from treadwise.web.files import ShownPlots
 from treadwise.web.forget import forget_button, wire
 from treadwise.web.hooks import ChatHook, ChatHooks, Choice
-from treadwise.web.render import LATEX_DELIMITERS, render
+from treadwise.web.render import LATEX_DELIMITERS, feedback_values, render
 from treadwise.web.session import ChatSession, Turn, new_session
 from treadwise.web.turns import LazyAgent, TurnRunner
 
@@ -384,4 +384,8 @@ class ChatTab:
             send = gr.Button(interactive=True)
             exports = (gr.DownloadButton(value=paths[0], interactive=bool(paths[0])),
                        gr.DownloadButton(value=paths[1], interactive=bool(paths[1])))
-        return render(session.turns), send, *exports
+        chat: Any = render(session.turns)
+        if final and session.thumbs_shown:  # the thumbs of the turns kept, none of those gone
+            chat = gr.Chatbot(value=chat, feedback_value=feedback_values(session.turns))
+            session.thumbs_shown = any(turn.thumb for turn in session.turns)
+        return chat, send, *exports

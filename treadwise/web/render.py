@@ -223,6 +223,38 @@ def turn_messages(turn: Turn, now: float) -> list[dict[str, Any]]:
     return messages
 
 
+def message_at(turns: list[Turn], index: Any) -> tuple[Turn, int] | None:
+    """The turn the chatbot's message number `index` belongs to, and which of its replies
+    (assistant messages, from 0) that message is; a user's message gives the turn's last."""
+    if isinstance(index, list | tuple):
+        index = index[0] if index else None
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        return None
+    now = time.time()
+    for turn in turns:
+        messages = turn_messages(turn, now)
+        if index < len(messages):
+            roles = [message["role"] for message in messages]
+            replies = roles.count("assistant")
+            return turn, roles[:index].count("assistant") if roles[index] == "assistant" \
+                else max(replies - 1, 0)
+        index -= len(messages)
+    return None
+
+
+def feedback_values(turns: list[Turn], now: float | None = None) -> list[str | None]:
+    """The thumbs the chatbot draws, one per assistant message (gr.Chatbot's feedback_value):
+    without them, Gradio redraws the conversation at the end of every reply and drops every
+    thumb it showed, stored or not."""
+    now = time.time() if now is None else now
+    values: list[str | None] = []
+    for turn in turns:
+        replies = sum(message["role"] == "assistant" for message in turn_messages(turn, now))
+        values.extend(turn.thumb[1] if turn.thumb and turn.thumb[0] == reply else None
+                      for reply in range(replies))
+    return values
+
+
 def render(turns: list[Turn], now: float | None = None) -> list[dict[str, Any]]:
     """The whole conversation as gr.Chatbot messages; `now` drives the running timers."""
     now = time.time() if now is None else now

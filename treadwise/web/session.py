@@ -47,6 +47,9 @@ class Turn:
     failure: FriendlyError | None = None
     stop_requested: bool = False
     arm: tuple[str, str, str] | None = None  # (live experiment, arm, visitor), once done
+    # The thumb stored for it, on which of its replies (assistant messages, from 0) it was
+    # given: (reply, "Like" or "Dislike"); the page draws it again from this (render.py).
+    thumb: tuple[int, str] | None = None
     _settle: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _settled: bool = False
 
@@ -88,6 +91,8 @@ class ChatSession:
     user: str | None = None  # the signed-in user, when the page has a login
     owner: str | None = None  # whose exports these are (see owners.Owners)
     exports: list[str] = field(default_factory=list)  # files written for it ("Forget me")
+    # The page may show thumbs from the turns' `thumb`: its chatbot is then sent with them.
+    thumbs_shown: bool = False
     # Its exports' parts and their redactions, so each export reads only the new turn.
     redactions: Redactions = field(default_factory=Redactions, repr=False, compare=False)
 

@@ -1,11 +1,15 @@
-"""In Chromium: a thumb clicked on a reply is stored against the visitor's arm, a second click
-takes it back, and a reload keeps the visitor in the same arm."""
+"""In Chromium: a thumb clicked on a reply is stored against the visitor's arm and stays on the
+page (when its reply ends, and after the next) until a new chat, a second click takes it back,
+and a reload keeps the visitor in the same arm."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from pathlib import Path
+
+import pytest
 
 from experiments.live.definition import parse_experiment
 from experiments.live.store import SqliteLiveStore
@@ -13,6 +17,7 @@ from tests.support.chromium import POLL_MS, close_page, new_page
 from tests.support.page_views import VIEWS, show
 from tests.support.webapp import serve_in_process
 from treadwise.settings import Settings
+from treadwise.web.chat import ChatTab
 
 pytest_plugins = ["tests.support.chromium"]  # the `browser` fixture
 TIMEOUT_MS = 60_000
@@ -42,8 +47,29 @@ def ask(page, text: str, replies: int) -> None:
         f"document.querySelectorAll('#chat .tw-footer').length >= {replies}", polling=POLL_MS)
 
 
+def counting_ends(send, ended: list[float]):
+    """ChatTab.send noting when each reply's event ends in `ended`; the first ends a while
+    after its last update (the window a thumb may be clicked in before the end)."""
+    @functools.wraps(send)  # Gradio reads its parameters (the request) through the wrapper
+    def send_then_end(*args, **kwargs):
+        yield from send(*args, **kwargs)
+        if not ended:
+            time.sleep(1.5)
+        ended.append(time.monotonic())
+    return send_then_end
+
+
+def give_score(page, value: str) -> None:
+    page.locator("#live-score-pick label", has_text=value).click()
+    page.locator("#live-score-status", has_text=f"score {value} is saved").wait_for()
+
+
 def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
-        tmp_path: Path, browser):
+        tmp_path: Path, browser, monkeypatch: pytest.MonkeyPatch):
+    # The first thumb is clicked when the finished reply shows, before its event completes:
+    # Gradio then redraws the conversation, keeping only the thumbs the server gave it.
+    ended: list[float] = []
+    monkeypatch.setattr(ChatTab, "send", counting_ends(ChatTab.send, ended))
     data_dir = tmp_path / "data"
     store = SqliteLiveStore(data_dir)
     experiment = parse_experiment(DEFINITION)
@@ -62,22 +88,36 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
         (rating,) = until(ratings, "a rating stored", page)
         assert rating["value"] == 1.0
         assert store.assignments("tone") == [{"visitor": rating["visitor"], "arm": rating["arm"]}]
-        page.locator("#chat button[aria-label='Liked']").last.click()  # the same thumb: undo
+        until(lambda: len(ended) == 1, "the reply's event ended")
+        give_score(page, "3")  # answered after the reply's end: the page has redrawn the reply
+        liked = page.locator("#chat button[aria-label='Liked']")
+        assert liked.count() == 1, "the end of the reply took the thumb off the page"
+        liked.click()  # the same thumb: undo
         until(lambda: not ratings(), "the rating taken back", page)
         page.reload()
         page.locator("#live-note").wait_for()
         ask(page, "Do you offer mobile tire installation in Austin?", 1)
         page.locator("#chat button[aria-label='Dislike']").last.click()
         (again,) = until(ratings, "a rating after the reload", page)
-        page.locator("#live-score-pick label", has_text="4").click()
-        page.locator("#live-score-status", has_text="score 4 is saved").wait_for()
+        ask(page, "What are your opening hours?", 2)
+        until(lambda: len(ended) == 3, "the next reply's event ended")
+        give_score(page, "4")  # a new score replaces the first
+        assert page.locator("#chat button[aria-label='Disliked']").count() == 1, \
+            "the next reply took the thumb of the one before off the page"
+        page.locator("#new-chat").click()
+        ask(page, "Do you offer mobile tire installation in Austin?", 1)
+        until(lambda: len(ended) == 4, "the new chat's reply ended")
+        give_score(page, "5")
+        thumbs = page.locator("#chat button[aria-label='Liked'], "
+                              "#chat button[aria-label='Disliked']")
+        assert thumbs.count() == 0, "a new chat shows the thumbs of the one before"
         close_page(page)
     assert (again["visitor"], again["arm"], again["value"]) == (
         rating["visitor"], rating["arm"], -1.0), "a reload changed the visitor or the arm"
     assert len(store.assignments("tone")) == 1
     (score,) = [e for e in store.events("tone") if e["kind"] == "score"]
     assert (score["visitor"], score["arm"], score["value"]) == (
-        rating["visitor"], rating["arm"], 4.0), "the score is not the visitor's, in their arm"
+        rating["visitor"], rating["arm"], 5.0), "the score is not the visitor's, in their arm"
 
 
 def test_side_by_side_in_the_browser_names_the_arms_only_after_the_pick(
