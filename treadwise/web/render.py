@@ -235,9 +235,9 @@ def message_at(turns: list[Turn], index: Any) -> tuple[Turn, int] | None:
         messages = turn_messages(turn, now)
         if index < len(messages):
             roles = [message["role"] for message in messages]
-            replies = roles.count("assistant")
-            return turn, roles[:index].count("assistant") if roles[index] == "assistant" \
-                else max(replies - 1, 0)
+            if roles[index] == "assistant":
+                return turn, roles[:index].count("assistant")
+            return turn, max(roles.count("assistant") - 1, 0)
         index -= len(messages)
     return None
 

@@ -105,6 +105,7 @@ def test_a_thumb_in_the_browser_is_stored_against_the_arm_and_can_be_undone(
         assert page.locator("#chat button[aria-label='Disliked']").count() == 1, \
             "the next reply took the thumb of the one before off the page"
         page.locator("#new-chat").click()
+        page.wait_for_function("!document.querySelector('#chat .tw-footer')", polling=POLL_MS)
         ask(page, "Do you offer mobile tire installation in Austin?", 1)
         until(lambda: len(ended) == 4, "the new chat's reply ended")
         give_score(page, "5")
