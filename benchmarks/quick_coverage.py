@@ -10,7 +10,9 @@ its own process, the app threads it starts and the Python processes it runs). Th
 
 1. every `thorough` test must run no branch that the quick run's tests (or the imports every run
    makes) do not also run: one that does is named with the branches only it reaches, and the
-   script exits 1, so a `thorough` mark never hides code from the inner loop;
+   script exits 1, so a `thorough` mark never hides code from the inner loop. A module's import
+   runs once per process, under the first test that needs it: a `thorough` test that happens to
+   import a module the quick tests use is not named for the import's branches;
 2. the quick tests of `--at-least` core-seconds or more whose every branch other quick tests
    also run are proposed as `thorough`, most expensive first, each proposal counted as gone
    before the next is judged.
@@ -27,6 +29,8 @@ measured under coverage, about 1.6 times a plain run's. Needs coverage.py 7.10 o
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import json
 import os
 import sqlite3
@@ -147,17 +151,64 @@ def folder_of(nodeid: str) -> str:
     return nodeid.split("::")[0].rpartition("/")[0]
 
 
-def quick_branches(tests: dict[str, dict], ran: dict[str, set[Branch]]) -> set[Branch]:
-    """The branches the quick tests run, and the imports every run makes."""
-    return set(ran.get("", set())).union(*(ran.get(nodeid, set())
-                                           for nodeid, test in tests.items()
-                                           if not test["thorough"]))
+@functools.cache
+def import_time(path: Path) -> tuple[frozenset[int], frozenset[int]]:
+    """The lines a module runs as it is imported (its statements and its classes' bodies, not
+    its functions'), and the first lines of the code objects they run in (the module's, 1, and
+    each class's and module-level comprehension's): coverage.py's arcs enter and leave a code
+    object through its first line, negated. Nothing for a file that is not there."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return frozenset(), frozenset()
+    lines: set[int] = set()
+    starts = {1}
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Lambda):
+                continue
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                first = [child.lineno, *(d.lineno for d in child.decorator_list)]
+                lines.update(first)  # the def or class statement runs; a def's body does not
+                if isinstance(child, ast.ClassDef):
+                    starts.update(first)
+                    visit(child)
+                continue
+            if isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                starts.add(child.lineno)
+            if isinstance(child, ast.stmt):
+                lines.add(child.lineno)
+            visit(child)
+
+    visit(tree)
+    return frozenset(lines), frozenset(starts)
 
 
-def beyond_quick(tests: dict[str, dict], ran: dict[str, set[Branch]]) -> dict[str, list[Branch]]:
+def runs_on_import(branch: Branch, root: Path = REPO) -> bool:
+    lines, starts = import_time(root / branch[0])
+    return all(-end in starts if end < 0 else end in lines for end in branch[1:])
+
+
+def quick_branches(tests: dict[str, dict], ran: dict[str, set[Branch]],
+                   root: Path = REPO) -> set[Branch]:
+    """The branches the quick tests run, and the imports every run makes. A module runs its
+    import once per process, under the test that first needs it: when that test is `thorough`,
+    its import still counts as the quick run's if a quick test runs any of its code (which a
+    run of the quick tests alone imports for it)."""
+    covered = set(ran.get("", set())).union(*(ran.get(nodeid, set())
+                                              for nodeid, test in tests.items()
+                                              if not test["thorough"]))
+    used = {path for path, _, _ in covered}
+    return covered | {branch for branches in ran.values() for branch in branches
+                      if branch[0] in used and runs_on_import(branch, root)}
+
+
+def beyond_quick(tests: dict[str, dict], ran: dict[str, set[Branch]],
+                 root: Path = REPO) -> dict[str, list[Branch]]:
     """Each `thorough` test that runs a branch no quick test runs (nor the imports every run
-    makes), with those branches."""
-    covered = quick_branches(tests, ran)
+    makes, nor those of the modules quick tests use), with those branches."""
+    covered = quick_branches(tests, ran, root)
     only = {nodeid: sorted(ran.get(nodeid, set()) - covered)
             for nodeid, test in tests.items() if test["thorough"]}
     return {nodeid: branches for nodeid, branches in only.items() if branches}

@@ -38,6 +38,51 @@ def test_a_thorough_test_is_named_with_the_branches_no_quick_test_runs() -> None
     assert quick_coverage.beyond_quick(tests, ran) == {"tests/web/test_a.py::test_t": [B]}
 
 
+MODULE = '''"""A module."""
+import os
+
+
+class K:
+    X = os.sep
+
+    def f(self):
+        return 2
+
+
+def g():
+    return [x for x in range(2)]
+'''
+# The arcs coverage.py 7 records as the module is imported (entering and leaving its own code
+# object and the class's through their first lines, negated), then those of g (with its list
+# comprehension's) and K.f: read from coverage.py importing it and calling both.
+ON_IMPORT = [(-1, 1), (1, 2), (2, 5), (-5, 5), (5, 6), (6, 8), (8, -5), (5, 12), (12, -1)]
+G = [(-12, 13), (13, -12), (-13, 13), (13, 13), (13, -13)]
+F = [(-8, 9), (9, -8)]
+
+
+def test_a_module_imported_under_a_thorough_test_counts_when_quick_tests_use_it(tmp_path) -> None:
+    """A module runs its import once per process, under the first test that needs it; a run of
+    the quick tests alone imports it for the first quick test that runs any of its code."""
+    for name in ("m.py", "n.py"):
+        (tmp_path / "pkg").mkdir(exist_ok=True)
+        (tmp_path / "pkg" / name).write_text(MODULE, encoding="utf-8")
+    m = [("pkg/m.py", *arc) for arc in ON_IMPORT]
+    n = [("pkg/n.py", *arc) for arc in ON_IMPORT]
+    g, f = [("pkg/m.py", *arc) for arc in G], [("pkg/m.py", *arc) for arc in F]
+    assert all(quick_coverage.runs_on_import(arc, tmp_path) for arc in m)
+    assert not any(quick_coverage.runs_on_import(arc, tmp_path) for arc in g + f)
+    tests = {"tests/web/test_a.py::test_t": record(2.0, thorough=True),
+             "tests/web/test_a.py::test_q": record(1.0),
+             "tests/web/test_a.py::test_u": record(2.0, thorough=True),
+             "tests/web/test_a.py::test_v": record(2.0, thorough=True)}
+    ran = {"": {D}, "tests/web/test_a.py::test_t": {*m, *g},
+           "tests/web/test_a.py::test_q": set(g),
+           "tests/web/test_a.py::test_u": set(n),  # no quick test runs any of n.py
+           "tests/web/test_a.py::test_v": set(f)}  # nor K.f
+    assert quick_coverage.beyond_quick(tests, ran, tmp_path) == {
+        "tests/web/test_a.py::test_u": sorted(n), "tests/web/test_a.py::test_v": sorted(f)}
+
+
 def test_of_two_quick_tests_running_the_same_branches_one_is_proposed_the_costlier() -> None:
     tests = {"tests/web/test_a.py::test_cheap": record(0.5),
              "tests/web/test_a.py::test_dear": record(3.0),
