@@ -157,6 +157,26 @@ def test_shutdown_leaves_no_processes_behind() -> None:
         engine.run("calculate", expression="1+2")
 
 
+def test_a_worker_forked_as_the_engine_shuts_down_is_stopped_and_its_job_refused() -> None:
+    """A shutdown from another thread can land between a worker's fork and its entry in the
+    pool (a whole run's session test hit it by chance): the worker is stopped there, not left
+    running outside the pool, and the job is refused as shut down."""
+    engine = MathEngine(timeout_s=2.0, min_workers=0, max_workers=1).start()
+    fork, forked = engine._fork, []
+
+    def fork_then_shut_down():
+        worker = fork()
+        forked.append(worker)  # kept: a dropped worker's pipe would close and end it anyway
+        engine.shutdown()  # as another thread would, before this one takes the pool's lock
+        return worker
+
+    engine._fork = fork_then_shut_down  # type: ignore[method-assign]
+    with pytest.raises(MathWorkerError, match="shut down"):
+        engine.run("calculate", expression="1+2")
+    assert forked and gone(forked[0].pid), "the worker forked at the shutdown is still running"
+    assert engine.worker_pids() == []
+
+
 def test_a_forked_child_leaves_the_parents_workers_alone(engine: MathEngine) -> None:
     engine.run("calculate", expression="1+1")
     pid = os.fork()
