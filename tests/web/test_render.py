@@ -110,6 +110,38 @@ def test_the_thumbs_stored_are_drawn_one_per_reply_and_gone_with_their_turn(tmp_
     assert not session.thumbs_shown and isinstance(tab._view(session, final=True)[0], list)
 
 
+def test_a_reply_that_takes_a_while_is_redrawn_each_second_with_its_timer(
+        tmp_path: Path, monkeypatch):
+    """With no event to show, the page still gets the running timer once a second (only a
+    browser test and, by chance, slow turns elsewhere reached this before)."""
+    import dataclasses
+    import time
+
+    import gradio as gr
+    from langchain_core.messages import AIMessage
+
+    from tests.support.webapp import use_scripted
+    from treadwise.settings import Settings
+    from treadwise.testing import ScriptedModel
+    from treadwise.web.chat import TICK_S, ChatTab
+    from treadwise.web.turns import LazyAgent
+
+    def think(messages, kwargs) -> AIMessage:
+        time.sleep(TICK_S + 0.6)
+        return AIMessage("Done thinking.")
+
+    use_scripted(monkeypatch, slow=ScriptedModel().enqueue(think))
+    settings = dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data")
+    tab, session = ChatTab(LazyAgent(settings), settings), ChatSession()
+    tab.cache_dir = str(tmp_path / "cache")
+    views = tab.send("Take your time.", session, "friendly", "offline", "scripted:slow", 0.0,
+                     "react", gr.Request())
+    titles = [chatbot[-1].get("metadata", {}).get("title") for chatbot, *_ in views
+              if isinstance(chatbot, list)]
+    assert "Thinking\u2026 \u00b7 1 s" in titles, titles
+    assert session.turns[0].answer == "Done thinking."
+
+
 def test_a_running_tool_is_pending_and_a_failed_one_says_so():
     running = turn(steps=[ToolStep(id="c1", name="integrate", args={})])
     assert render([running])[1]["metadata"]["status"] == "pending"
