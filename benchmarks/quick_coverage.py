@@ -177,7 +177,7 @@ def import_time(path: Path) -> tuple[frozenset[int], frozenset[int]]:
                 continue
             if isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
                 starts.add(child.lineno)
-            if isinstance(child, ast.stmt):
+            if isinstance(child, (ast.stmt, ast.ExceptHandler)):
                 lines.add(child.lineno)
             visit(child)
 

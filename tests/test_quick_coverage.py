@@ -51,11 +51,19 @@ class K:
 
 def g():
     return [x for x in range(2)]
+
+
+try:
+    import not_a_module_here
+except ImportError:
+    not_a_module_here = None
 '''
 # The arcs coverage.py 7 records as the module is imported (entering and leaving its own code
-# object and the class's through their first lines, negated), then those of g (with its list
-# comprehension's) and K.f: read from coverage.py importing it and calling both.
-ON_IMPORT = [(-1, 1), (1, 2), (2, 5), (-5, 5), (5, 6), (6, 8), (8, -5), (5, 12), (12, -1)]
+# object and the class's through their first lines, negated; the except clause's line), then
+# those of g (with its list comprehension's) and K.f: read from coverage.py importing it and
+# calling both.
+ON_IMPORT = [(-1, 1), (1, 2), (2, 5), (-5, 5), (5, 6), (6, 8), (8, -5), (5, 12), (12, 16),
+             (16, 17), (17, 18), (18, 19), (19, -1)]
 G = [(-12, 13), (13, -12), (-13, 13), (13, 13), (13, -13)]
 F = [(-8, 9), (9, -8)]
 
