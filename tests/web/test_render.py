@@ -127,7 +127,7 @@ def test_a_reply_that_takes_a_while_is_redrawn_each_second_with_its_timer(
     from treadwise.web.turns import LazyAgent
 
     def think(messages, kwargs) -> AIMessage:
-        time.sleep(TICK_S + 0.6)
+        time.sleep(TICK_S + 1.5)  # room for a busy machine to be late with the tick
         return AIMessage("Done thinking.")
 
     use_scripted(monkeypatch, slow=ScriptedModel().enqueue(think))
@@ -138,7 +138,7 @@ def test_a_reply_that_takes_a_while_is_redrawn_each_second_with_its_timer(
                      "react", gr.Request())
     titles = [chatbot[-1].get("metadata", {}).get("title") for chatbot, *_ in views
               if isinstance(chatbot, list)]
-    assert "Thinking\u2026 \u00b7 1 s" in titles, titles
+    assert any(re.fullmatch("Thinking\u2026 \u00b7 [12] s", str(title)) for title in titles), titles
     assert session.turns[0].answer == "Done thinking."
 
 
