@@ -87,19 +87,25 @@ def test_a_message_number_names_its_turn_and_which_of_its_replies_it_is():
         assert message_at(turns, nonsense) is None, nonsense
 
 
-def test_the_thumbs_stored_are_drawn_one_per_reply_and_gone_with_their_turn(tmp_path: Path):
+def chat_tab(tmp_path: Path):
+    """The chat's tab as the app builds it, its data and the final views' exports in tmp_path."""
     import dataclasses
 
     from treadwise.settings import Settings
     from treadwise.web.chat import ChatTab
     from treadwise.web.turns import LazyAgent
 
+    settings = dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data")
+    tab = ChatTab(LazyAgent(settings), settings)
+    tab.cache_dir = str(tmp_path / "cache")  # where the final view writes the exports
+    return tab
+
+
+def test_the_thumbs_stored_are_drawn_one_per_reply_and_gone_with_their_turn(tmp_path: Path):
     turns = rated_chat()
     turns[0].thumb, turns[1].thumb = (1, "Like"), (0, "Dislike")
     assert feedback_values(turns) == [None, "Like", "Dislike"]
-    settings = dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data")
-    tab, session = ChatTab(LazyAgent(settings), settings), ChatSession(turns=turns)
-    tab.cache_dir = str(tmp_path / "cache")  # where the final view writes the exports
+    tab, session = chat_tab(tmp_path), ChatSession(turns=turns)
     assert isinstance(tab._view(session, final=True)[0], list), "no thumbs shown: plain value"
     session.thumbs_shown = True  # the page was given thumbs (experiments/web/live_chat.py)
     chatbot = tab._view(session, final=True)[0]
@@ -114,26 +120,21 @@ def test_a_reply_that_takes_a_while_is_redrawn_each_second_with_its_timer(
         tmp_path: Path, monkeypatch):
     """With no event to show, the page still gets the running timer once a second (only a
     browser test and, by chance, slow turns elsewhere reached this before)."""
-    import dataclasses
     import time
 
     import gradio as gr
     from langchain_core.messages import AIMessage
 
     from tests.support.webapp import use_scripted
-    from treadwise.settings import Settings
     from treadwise.testing import ScriptedModel
-    from treadwise.web.chat import TICK_S, ChatTab
-    from treadwise.web.turns import LazyAgent
+    from treadwise.web.chat import TICK_S
 
     def think(messages, kwargs) -> AIMessage:
         time.sleep(TICK_S + 1.5)  # room for a busy machine to be late with the tick
         return AIMessage("Done thinking.")
 
     use_scripted(monkeypatch, slow=ScriptedModel().enqueue(think))
-    settings = dataclasses.replace(Settings.from_env({}), data_dir=tmp_path / "data")
-    tab, session = ChatTab(LazyAgent(settings), settings), ChatSession()
-    tab.cache_dir = str(tmp_path / "cache")
+    tab, session = chat_tab(tmp_path), ChatSession()
     views = tab.send("Take your time.", session, "friendly", "offline", "scripted:slow", 0.0,
                      "react", gr.Request())
     titles = [chatbot[-1].get("metadata", {}).get("title") for chatbot, *_ in views
