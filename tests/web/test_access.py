@@ -32,12 +32,13 @@ ECHO = "The echo model answered."
 
 def test_a_local_app_stays_open_and_a_network_facing_one_is_public():
     local = Settings.from_env({})
-    assert not local.public and local.session_rate == 0 and "app_kwargs" not in \
-        launch_kwargs(local)
+    guards = [m.cls.__name__ for m in launch_kwargs(local)["app_kwargs"]["middleware"]]
+    assert not local.public and local.session_rate == 0 and guards == ["EarlyScript"]
     exposed = Settings.from_env({"TREADWISE_HOST": "0.0.0.0"})
     assert exposed.public and exposed.session_rate > 0
     assert exposed.public_models == ("offline",) and exposed.admins == ()
-    assert launch_kwargs(exposed)["app_kwargs"]["middleware"], "uploads are refused"
+    guards = [m.cls.__name__ for m in launch_kwargs(exposed)["app_kwargs"]["middleware"]]
+    assert "RefuseUploads" in guards, "uploads are refused"
     proxied = Settings.from_env({"TREADWISE_PUBLIC": "1", "TREADWISE_AUTH": USERS,
                                  "TREADWISE_PUBLIC_MODELS": "offline, openai:gpt-4o-mini"})
     assert proxied.public and proxied.host == "127.0.0.1"

@@ -110,17 +110,18 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
         "head": HEAD,
         "quiet": True,  # Gradio's banner suggests share=True; `serve` prints ours
     }
-    if middleware := guards(settings):
-        options["app_kwargs"] = {"middleware": middleware}
+    options["app_kwargs"] = {"middleware": guards(settings)}
     return options
 
 
 def guards(settings: Settings) -> list[Any]:
     """The middleware in front of Gradio, outermost first: the client a trusted proxy names,
-    the login, exports for their owner only, and no uploads (the page takes no files)."""
+    the login, exports for their owner only, no uploads (the page takes no files), and the
+    page's first script (an idle page draws no frames: treadwise/web/idle_frames.py)."""
     from starlette.middleware import Middleware
 
     from treadwise.web.forwarded import TrustedProxies
+    from treadwise.web.idle_frames import EarlyScript
     from treadwise.web.owners import OwnedFiles
     from treadwise.web.signin import SignIn
 
@@ -131,6 +132,7 @@ def guards(settings: Settings) -> list[Any]:
         middleware.append(Middleware(SignIn, settings=settings))
     if settings.public:
         middleware += [Middleware(OwnedFiles, settings=settings), Middleware(RefuseUploads)]
+    middleware.append(Middleware(EarlyScript))
     return middleware
 
 

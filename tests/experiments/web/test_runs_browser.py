@@ -1,5 +1,6 @@
-"""The Experiments tab in Debian's Chromium: one progress bar during a sweep, every chart row
-visible and readable, a case limit that keeps configurations comparable, the report's table,
+"""The Experiments tab in Debian's Chromium: one progress bar during a sweep and its timer
+counting, an idle page's status tracker drawn ten times a second, every chart row visible and
+readable, a case limit that keeps configurations comparable, the report's table,
 pickers that read in full, transcripts with failed checks highlighted, and two runs compared."""
 
 from __future__ import annotations
@@ -24,6 +25,26 @@ HOSTILE = "<img src=x onerror=\"window.__xss=1\">"
 PROGRESS = """() => [...document.querySelectorAll('.progress-level, .eta-bar, .progress-bar')]
     .filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0)
     .map(e => { let p = e; while (p && !p.id) p = p.parentElement; return p ? p.id : '?'; })"""
+# Gradio's status-tracker timer in the sweep's status line ("6/40 cases | 1.3s"), if shown.
+TIMER = """() => { const text = document.querySelector('#sweep-status .progress-text');
+    const seconds = text && text.innerText.match(/(\\d+\\.\\d)s\\s*$/);
+    return seconds ? seconds[1] : null; }"""
+# Beneath the page's own scripts: every frame asked straight from Gradio's status tracker, and
+# how many times the page's first script asked frames for it, all at once each time
+# (treadwise/web/idle_frames.py).
+FRAMES = """() => { window.__frames = {tracker: 0, paced: 0};
+  const ask = window.requestAnimationFrame;
+  let asking = false;
+  window.requestAnimationFrame = callback => {
+    const stack = new Error().stack || '';
+    if (stack.includes('/statustracker-')) window.__frames.tracker++;
+    if (stack.includes('pacedStatusFrames') && !asking) {
+      window.__frames.paced++;
+      asking = true;
+      queueMicrotask(() => { asking = false; });
+    }
+    return ask(callback);
+  }; }"""
 CLIPPED = """() => { const wrap = document.querySelector('#run-charts .grid-wrap');
     const box = wrap.getBoundingClientRect();
     const images = [...wrap.querySelectorAll('img')];
@@ -100,9 +121,12 @@ def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app, screensho
     page.get_by_label("Cases (0 = the whole grid)").fill("12")
     page.locator("#sweep-start").click()
     seen: list[list[str]] = []
+    timer: list[float] = []
     status = page.locator("#sweep-status")
     while "finished" not in status.inner_text() and len(seen) < 1200:
         seen.append(page.evaluate(PROGRESS))
+        if (shown := page.evaluate(TIMER)) is not None:
+            timer.append(float(shown))
         page.wait_for_timeout(100)
     assert "finished" in status.inner_text()
     # 12 cases cannot give 9 configurations two scenarios each: one scenario each, said so.
@@ -112,6 +136,8 @@ def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app, screensho
     assert busy, "the sweep showed no progress at all"
     # One bar (the level and its fill), in the status line: none over the run picker.
     assert all(set(ids) == {"sweep-status"} for ids in busy), {tuple(ids) for ids in busy}
+    # Its timer counts on in tenths of a second, however the page paces the tracker's frames.
+    assert timer == sorted(timer) and len(set(timer)) >= 3, timer
     page.wait_for_function("document.querySelectorAll('#run-charts img').length >= 8")
     page.screenshot(path=str(screenshots / "browser-experiments-1280.png"), full_page=True)
     gallery = page.evaluate(CLIPPED)
@@ -121,6 +147,23 @@ def test_a_sweep_shows_one_progress_bar_and_every_chart_row(page, app, screensho
     settled(page)
     page.screenshot(path=str(screenshots / "browser-experiments-400.png"), full_page=True)
     assert page.evaluate(CLIPPED)["outside"] == 0
+
+
+def test_an_idle_pages_status_tracker_is_drawn_at_most_ten_times_a_second(app, browser):
+    """Gradio's tracker would ask for a frame about 60 times a second for as long as the tab
+    stays open (treadwise/web/idle_frames.py): its asks wait a tenth of a second, together."""
+    page = new_page(browser, TIMEOUT_MS, own_context=True, viewport={"width": 1280, "height": 900})
+    page.add_init_script(f"({FRAMES})()")
+    page.goto(app[0])
+    page.get_by_role("tab", name="Experiments").click()
+    page.locator("#sweep-start").wait_for()
+    page.evaluate("window.__frames = {tracker: 0, paced: 0, since: performance.now()}")
+    page.wait_for_timeout(2000)
+    frames = page.evaluate("({...window.__frames, seconds: (performance.now() - "
+                           "window.__frames.since) / 1000})")
+    close_page(page)
+    # The trackers' frames are asked for a tenth of a second after the last were drawn.
+    assert frames["tracker"] == 0 and frames["paced"] <= 10 * frames["seconds"] + 1, frames
 
 
 def test_forty_cases_compare_every_configuration_on_the_same_scenarios(page):
