@@ -63,7 +63,10 @@ def test_every_other_answer_passes_byte_for_byte(method: str, path: str, content
     assert answer.content == PAGE and answer.headers["content-length"] == str(len(body))
 
 
-def test_the_app_puts_it_in_front_of_gradio_behind_every_guard():
-    settings = Settings.from_env()
-    options = launch_kwargs(settings)
-    assert options["app_kwargs"]["middleware"][-1].cls is EarlyScript
+@pytest.mark.parametrize("environment", [
+    {}, {"TREADWISE_PUBLIC": "1", "TREADWISE_AUTH": "ana:ana-secret-1",
+         "TREADWISE_TRUSTED_PROXIES": "127.0.0.1"}])
+def test_the_app_puts_it_in_front_of_gradio_behind_every_guard(environment: dict[str, str]):
+    middleware = launch_kwargs(Settings.from_env(environment))["app_kwargs"]["middleware"]
+    assert [m.cls for m in middleware].count(EarlyScript) == 1
+    assert middleware[-1].cls is EarlyScript and len(middleware) == 1 + 4 * bool(environment)

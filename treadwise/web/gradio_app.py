@@ -117,7 +117,8 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
 def guards(settings: Settings) -> list[Any]:
     """The middleware in front of Gradio, outermost first: the client a trusted proxy names,
     the login, exports for their owner only, no uploads (the page takes no files), and the
-    page's first script (an idle page draws no frames: treadwise/web/idle_frames.py)."""
+    page's first script (Gradio's status trackers drawn ten times a second, not sixty:
+    treadwise/web/idle_frames.py)."""
     from starlette.middleware import Middleware
 
     from treadwise.web.forwarded import TrustedProxies
