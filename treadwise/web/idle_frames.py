@@ -1,4 +1,4 @@
-"""An idle page that stays idle. With nothing running, Gradio 6.31's page asks for a new
+"""An idle page that asks for fewer frames. With nothing running, Gradio 6.31's page asks for a new
 animation frame about 60 times a second for as long as the tab stays open, and Chromium spends
 about 7% of a core on each open tab (benchmarks/idle_tab.py). Its status tracker's timer loop
 stops only when the tracker's status leaves "pending", and the tracker shown while the page
@@ -41,7 +41,7 @@ IDLE_FRAMES_JS = """<script>(() => {
   };
 })();</script>"""
 
-HEAD = re.compile(rb"<head\b[^>]*>", re.IGNORECASE)
+HEAD_TAG = re.compile(rb"<head\b[^>]*>", re.IGNORECASE)
 
 
 class EarlyScript:
@@ -71,7 +71,7 @@ class EarlyScript:
             body.append(message.get("body", b""))
             if message.get("more_body"):
                 return
-            page = HEAD.sub(lambda head: head[0] + self.script, b"".join(body), count=1)
+            page = HEAD_TAG.sub(lambda head: head[0] + self.script, b"".join(body), count=1)
             headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
             headers.append((b"content-length", str(len(page)).encode()))
             await send({**start, "headers": headers})
